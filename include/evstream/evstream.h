@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * evstream: per-core lock-free shared-memory event streams.
+ *
+ * A producer owns one single-producer/single-consumer ring per logical core.
+ * A consumer attaches to one core's ring, in the same process or in another
+ * one, and sleeps on an eventfd when the ring is empty.
+ *
+ * Error rule (the whole API): functions returning int return 0 (or a count)
+ * on success and a negative errno on failure; constructors return NULL and
+ * set errno. evs_strerror() names the errno; evs_errmsg() holds a sentence
+ * about the last failure of this thread (bad environment values, etc.).
+ *
+ * Threading: one thread at a time per stream on each side. Different streams
+ * may be used from different threads concurrently.
+ */
+#ifndef EVSTREAM_EVSTREAM_H
+#define EVSTREAM_EVSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EVS_API __attribute__((visibility("default")))
+
+#define EVSTREAM_VERSION_MAJOR 1
+#define EVSTREAM_VERSION_MINOR 0
+
+/* Defaults; the environment and the option structs override them. */
+#define EVS_DEFAULT_MAX_EVENTS 65536ULL             /* NEURON_RT_DEBUG_STREAM_BUFFER_SIZE */
+#define EVS_DEFAULT_RING_BYTES (8ULL * 1024 * 1024) /* EVSTREAM_RING_BYTES */
+
+/* Every record starts with this 64-byte header; it is byte-for-byte the
+ * reference API's ndebug_stream_event_header_t, with its reserved bytes used
+ * as documented in docs/architecture.md. */
+struct evs_event_header {
+	uint64_t data_size;     /* payload bytes following the header */
+	uint32_t type;          /* event type (1 = debug tensor read) */
+	uint32_t flags;         /* reserved, 0 */
+	uint64_t seq;           /* per-stream sequence: counts every emit, dropped ones too */
+	uint64_t timestamp_ns;  /* CLOCK_MONOTONIC at commit */
+	uint8_t reserved[32];
+};
+
+enum evs_event_type {
+	EVS_EVENT_INVALID = 0,
+	EVS_EVENT_TENSOR_READ = 1,
+};
+
+/* Why an event was dropped; the newest event is always the one dropped. */
+enum evs_drop_cause {
+	EVS_DROP_RING_FULL = 0,   /* byte capacity or event limit reached */
+	EVS_DROP_TOO_BIG = 1,     /* record larger than the whole ring */
+	EVS_DROP_NO_CONSUMER = 2, /* nobody connected to the stream */
+	EVS_DROP_CAUSE_COUNT
+};
+
+enum evs_hugepages {
+	EVS_HUGEPAGES_DEFAULT = 0, /* EVSTREAM_HUGEPAGES, else auto */
+	EVS_HUGEPAGES_AUTO,        /* huge pages when free, else normal pages */
+	EVS_HUGEPAGES_ON,          /* huge pages or fail */
+	EVS_HUGEPAGES_OFF,         /* normal pages */
+};
+
+/*
+ * Extensible option structs: the first field is the struct size. Declare
+ * them with EVS_OPTS(), which zero-fills and sets sz, so that a program built
+ * against an older header keeps working with a newer library.
+ */
+#define EVS_OPTS(TYPE, NAME, ...)                                    \
+	struct TYPE NAME = ({                                        \
+		memset(&NAME, 0, sizeof(struct TYPE));               \
+		(struct TYPE){ .sz = sizeof(struct TYPE), __VA_ARGS__ }; \
+	})
+
+struct evs_producer_opts {
+	size_t sz;
+	uint64_t ring_bytes;  /* 0: EVSTREAM_RING_BYTES, else the default */
+	uint64_t max_events;  /* 0: NEURON_RT_DEBUG_STREAM_BUFFER_SIZE, else 65536 */
+	int hugepages;        /* enum evs_hugepages */
+	int allow_group;      /* 1: members of allow_gid may connect too (socket 0660) */
+	gid_t allow_gid;
+	const char *runtime_dir; /* socket directory; NULL: see docs/api.md */
+	int no_timestamps;    /* 1: leave timestamp_ns 0 (saves a clock read per event) */
+};
+
+struct evs_consumer_opts {
+	size_t sz;
+	const char *runtime_dir;   /* NULL: as for the producer */
+	int timeout_ms;            /* handshake timeout; 0: 2000 ms */
+};
+
+struct evs_producer;
+struct evs_consumer;
+
+/* ---------------------------------------------------------------- producer */
+
+/*
+ * Create a producer with ncores streams. With a name, consumers in other
+ * processes of the same uid can connect through a Unix socket in the runtime
+ * directory, served by one background thread; with name NULL the producer is
+ * reachable only from this process. All ring memory is allocated and
+ * pre-faulted here. NULL + errno on failure (evs_errmsg() says why).
+ */
+EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int ncores,
+					       const struct evs_producer_opts *opts);
+/* Marks every stream closed, wakes sleeping consumers, frees everything. */
+EVS_API void evs_producer__free(struct evs_producer *p);
+EVS_API unsigned int evs_producer__ncores(const struct evs_producer *p);
+
+/*
+ * Copy one event into core's ring. 0 when committed; when dropped (and
+ * counted): -ENOBUFS ring full, -EMSGSIZE larger than the ring, -ENOTCONN no
+ * consumer. Bad arguments: -EINVAL / -ERANGE (not counted as events).
+ */
+EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32_t type,
+			       const void *data, size_t size);
+
+struct evs_tensor {
+	const char *prefix;      /* printed text; at most 511 bytes are kept */
+	uint32_t pipe;           /* 1 stdout, 2 stderr */
+	const char *dtype;       /* "float32", "bfloat16", "int8", ... (< 16 bytes) */
+	uint32_t elem_size;      /* 0: from dtype; required for unknown dtypes */
+	uint32_t ndim;           /* 0..8; 0 is a scalar */
+	const uint64_t *shape;   /* ndim sizes */
+	const int64_t *strides;  /* NULL: C-contiguous; else ndim strides in bytes */
+	const void *data;        /* element [0,...,0] */
+};
+
+/*
+ * Emit a debug-tensor-read event: the reference API's 1024-byte payload
+ * header followed by the tensor bytes in C order. A strided view is gathered
+ * straight into the ring. Returns as evs_producer__emit().
+ */
+EVS_API int evs_producer__emit_tensor(struct evs_producer *p, unsigned int core,
+				      const struct evs_tensor *t);
+
+/*
+ * Zero-copy: reserve size payload bytes in core's ring, fill them, then
+ * commit (publish) or discard (forget) them. One reservation per stream at a
+ * time. NULL + errno on drop (ENOBUFS, EMSGSIZE, ENOTCONN: counted as for
+ * emit) or misuse (EINVAL, EBUSY).
+ */
+EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, uint32_t type,
+				    size_t size);
+EVS_API int evs_producer__commit(struct evs_producer *p, unsigned int core);
+EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core);
+
+/* Reports a batch of drops still held back for the drop tracepoint. */
+EVS_API int evs_producer__flush(struct evs_producer *p, unsigned int core);
+
+struct evs_stream_stats {
+	size_t sz;                /* set to sizeof(struct evs_stream_stats) */
+	uint64_t produced;        /* events offered: committed + dropped */
+	uint64_t committed;
+	uint64_t dropped;         /* sum of the causes */
+	uint64_t dropped_events[EVS_DROP_CAUSE_COUNT];
+	uint64_t dropped_bytes[EVS_DROP_CAUSE_COUNT];  /* payload bytes */
+	uint64_t released;        /* records the consumer released (consumer-written) */
+	uint64_t wakeups;         /* eventfd writes by the producer */
+	uint64_t ring_bytes;
+	uint64_t max_events;
+	uint64_t page_size;       /* backing page size: 4096 or 2 MiB */
+	uint32_t hugepages;       /* 1: backed by huge pages */
+	uint32_t connected;       /* producer side: a consumer is attached */
+	uint32_t producer_closed; /* consumer side: the producer has gone */
+	uint32_t core;
+};
+
+EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
+				struct evs_stream_stats *st);
+
+/* ---------------------------------------------------------------- consumer */
+
+/*
+ * Attach to stream `core` of the producer called name: first a producer of
+ * that name in this process, then one in another process through its socket.
+ * name NULL: the first producer created in this process. One consumer per
+ * stream: a second gets EBUSY. No producer: ENOENT.
+ */
+EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned int core,
+						   const struct evs_consumer_opts *opts);
+EVS_API void evs_consumer__free(struct evs_consumer *c);
+
+/* The eventfd that becomes readable when records are pending (after
+ * evs_consumer__prepare_wait() returned 0). Owned by the consumer. */
+EVS_API int evs_consumer__fd(const struct evs_consumer *c);
+/* The socket to the producer (readable / hang-up when the producer is gone),
+ * or -1 for a producer in this process. Owned by the consumer. */
+EVS_API int evs_consumer__hup_fd(const struct evs_consumer *c);
+
+struct evs_record {
+	struct evs_event_header hdr; /* copied out of shared memory and checked */
+	const void *data;            /* hdr.data_size bytes, contiguous, in the ring */
+};
+
+/*
+ * Look at the next record without consuming it; data stays valid until
+ * evs_consumer__release(). 0, -EAGAIN when empty, -EPIPE when empty and the
+ * producer has gone, -EBADMSG when the ring is corrupt (stream broken).
+ */
+EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec);
+EVS_API int evs_consumer__release(struct evs_consumer *c);
+
+/* Called for each record; return 0 to go on, anything else to stop after it. */
+typedef int (*evs_record_fn)(void *ctx, const struct evs_record *rec);
+
+/* Hand up to max records (0: all pending) to fn, releasing each after it
+ * returns. Returns the count handed over, or a negative errno as peek. */
+EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void *ctx,
+				  size_t max);
+
+/*
+ * Declare that the consumer will sleep on evs_consumer__fd(): 0 when the
+ * ring is empty and the producer will write the eventfd at its next commit;
+ * -EAGAIN when records are pending (do not sleep); -EPIPE producer gone.
+ */
+EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c);
+
+/* prepare_wait + poll the eventfd and the producer socket. 0 records
+ * pending, -ETIMEDOUT, -EPIPE producer gone and nothing left. timeout_ms < 0
+ * waits forever. */
+EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms);
+
+EVS_API int evs_consumer__stats(const struct evs_consumer *c, struct evs_stream_stats *st);
+
+/* ------------------------------------------------------------------ misc */
+
+EVS_API const char *evs_strerror(int err);   /* err: positive or negative errno */
+EVS_API const char *evs_errmsg(void);        /* last failure of this thread, or "" */
+EVS_API const char *evs_drop_cause_name(int cause);
+
+/* Size in bytes of one element of a known dtype, 0 if unknown. */
+EVS_API uint32_t evs_dtype_size(const char *dtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* EVSTREAM_EVSTREAM_H */

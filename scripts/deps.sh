@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages evstream needs to build, test and demo.
+# Idempotent: only packages that are missing are installed; nothing is
+# installed when everything is present. Needs root (or sudo) to install.
+set -euo pipefail
+
+pkgs=(
+  build-essential pkg-config      # compiler, make, .pc lookups
+  clang llvm                      # second compiler; BPF target and llvm-strip
+  check                           # unit test framework (libcheck)
+  libbpf-dev bpftool libelf-dev zlib1g-dev  # CO-RE BPF program, skeleton, loader
+  systemtap-sdt-dev               # <sys/sdt.h> USDT probes
+  libclang-rt-14-dev              # libFuzzer and sanitizer runtimes for clang
+  valgrind linux-perf             # memcheck, callgrind, perf
+  gnuplot-nox                     # benchmark plots
+  python3-numpy                   # verifies .npy dumps (/usr/bin/python3)
+  bpftrace                        # the documented one-liner on the USDT probe
+  cppcheck clang-tidy             # static analysis in CI
+  procps util-linux iproute2      # ps, mount, ss used by scripts
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "deps: missing packages (${missing[*]}) and not root: run as root or install them" >&2; exit 1; }
+  SUDO=sudo
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists; refresh once when a package is unknown.
+if ! $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/tmp/evstream-deps.log 2>&1; then
+  $SUDO apt-get update -q >>/tmp/evstream-deps.log 2>&1
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >>/tmp/evstream-deps.log 2>&1 || {
+    echo "deps: apt-get install failed; see /tmp/evstream-deps.log" >&2; tail -20 /tmp/evstream-deps.log >&2; exit 1; }
+fi

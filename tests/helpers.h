@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared helpers of the Check suites. */
+#ifndef EVS_TEST_HELPERS_H
+#define EVS_TEST_HELPERS_H
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evstream/evstream.h"
+
+/* Skip loudly: the reason goes to the log and counts in the summary. */
+#define EVS_SKIP(...)                                                   \
+	do {                                                            \
+		printf("SKIP %s: ", __func__);                          \
+		printf(__VA_ARGS__);                                    \
+		printf("\n");                                           \
+		fflush(stdout);                                         \
+		return;                                                 \
+	} while (0)
+
+/* Memory modes for loop tests: _i == 0 normal pages, 1 huge pages. */
+#define EVS_MODES 2
+static inline const char *evs_mode_name(int mode)
+{
+	return mode ? "hugepages" : "normal";
+}
+
+static inline long evs_hugepages_free(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* A producer name unique to this process and call site. */
+static inline const char *evs_test_name(const char *tag)
+{
+	static __thread char buf[64];
+
+	snprintf(buf, sizeof(buf), "t-%s-%d", tag, (int)getpid());
+	return buf;
+}
+
+/* Private runtime directory, so tests never meet a real producer. */
+static inline void evs_test_runtime_dir(void)
+{
+	static char dir[64];
+
+	if (!dir[0]) {
+		snprintf(dir, sizeof(dir), "/tmp/evs-test-%d", (int)getpid());
+		setenv("EVSTREAM_RUNTIME_DIR", dir, 1);
+	}
+}
+
+static inline int evs_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	evs_test_runtime_dir();
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#endif

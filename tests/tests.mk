@@ -1,0 +1,26 @@
+# Check suites: every tests/test_*.c is one suite binary, run by `make test`.
+# A suite that needs more sets TEST_CFLAGS_<name> / TEST_LDLIBS_<name> and
+# extra prerequisites ($(BUILD)/tests/<name>: ...) in its own fragment.
+# Scripted tests (shell) are added to TESTS by their fragment.
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
+
+TEST_SRCS := $(wildcard tests/test_*.c)
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+TESTS     += $(TEST_BINS)
+
+$(BUILD)/tests/%: tests/%.c tests/helpers.h $(BUILD)/libevstream.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itransport $(TEST_CFLAGS_$*) $< -o $@ \
+		$(PROG_LDFLAGS) $(PROG_LDLIBS) $(CHECK_LIBS) $(TEST_LDLIBS_$*)
+
+.PHONY: tests test test-only
+tests: lib $(TESTS)
+
+# `make test`: packages, huge pages, build, then every suite (SUITES=... to pick).
+test: deps check-env
+	@$(MAKE) --no-print-directory tests
+	@bash scripts/run-tests.sh $(if $(SUITES),$(SUITES),$(TESTS))
+
+test-only: tests
+	@bash scripts/run-tests.sh $(if $(SUITES),$(SUITES),$(TESTS))

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The only place evstream spells memory ordering. Everything shared between
+ * producer and consumer goes through these wrappers around C11
+ * atomic_*_explicit(); call sites say which access each one pairs with.
+ */
+#ifndef EVS_ATOMICS_H
+#define EVS_ATOMICS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define smp_load_acquire(p)      atomic_load_explicit((p), memory_order_acquire)
+#define smp_store_release(p, v)  atomic_store_explicit((p), (v), memory_order_release)
+#define READ_ONCE(p)             atomic_load_explicit((p), memory_order_relaxed)
+#define WRITE_ONCE(p, v)         atomic_store_explicit((p), (v), memory_order_relaxed)
+#define xchg(p, v)               atomic_exchange_explicit((p), (v), memory_order_seq_cst)
+#define cmpxchg(p, oldp, v)      atomic_compare_exchange_strong_explicit((p), (oldp), (v), \
+					memory_order_seq_cst, memory_order_seq_cst)
+/* Full barrier: orders an earlier store before a later load (Dekker). */
+#define smp_mb()                 atomic_thread_fence(memory_order_seq_cst)
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#endif

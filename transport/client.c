@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* A consumer in another process: connect to the producer's socket, say
+ * hello, and receive the stream's memfds and eventfd. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "internal.h"
+
+static void close_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* Receives the welcome and up to 3 descriptors; extra ones are closed. */
+static int recv_welcome(int sock, struct evs_welcome *w, int *fds, int *nfds, int timeout_ms)
+{
+	char cbuf[CMSG_SPACE(8 * sizeof(int))];
+	struct iovec iov = { .iov_base = w, .iov_len = sizeof(*w) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	*nfds = 0;
+	n = poll(&pfd, 1, timeout_ms);
+	if (n == 0)
+		return -ETIMEDOUT;
+	if (n < 0)
+		return -errno;
+	n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0)
+		return -errno;
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int cnt = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int got[8];
+
+		memcpy(got, CMSG_DATA(cm), cnt * sizeof(int));
+		for (int i = 0; i < cnt; i++) {
+			if (*nfds < 3)
+				fds[(*nfds)++] = got[i];
+			else
+				close(got[i]);
+		}
+	}
+	if (n != (ssize_t)sizeof(*w) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    w->magic != EVS_WELCOME_MAGIC)
+		return -EPROTO;
+	return 0;
+}
+
+int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int core,
+		       const struct evs_consumer_opts *opts)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)];
+	struct evs_hello h = { .magic = EVS_HELLO_MAGIC, .abi_major = EVS_ABI_MAJOR,
+			       .abi_minor = EVS_ABI_MINOR, .core = core };
+	struct evs_welcome w;
+	int fds[3] = { -1, -1, -1 }, nfds = 0;
+	int timeout = OPTS_GET(opts, timeout_ms, 0) > 0 ? opts->timeout_ms : 2000;
+	int sock, err;
+
+	err = evs_runtime_dir(OPTS_GET(opts, runtime_dir, NULL), dir, sizeof(dir));
+	if (err)
+		return err;
+	err = evs_socket_path(dir, name, sa.sun_path, sizeof(sa.sun_path));
+	if (err)
+		return err;
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
+		return -errno;
+	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = errno;
+		close(sock);
+		if (err == ENOENT || err == ECONNREFUSED)
+			return evs_fail(ENOENT, "no producer named '%s' (no one listens on %s)",
+					name, sa.sun_path);
+		return evs_fail(err, "connecting to producer '%s' at %s: %s", name, sa.sun_path,
+				strerror(err));
+	}
+	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h)) {
+		err = evs_fail(errno, "producer '%s' hung up during the handshake", name);
+		goto err_close;
+	}
+	err = recv_welcome(sock, &w, fds, &nfds, timeout);
+	if (err) {
+		evs_fail(-err, "handshake with producer '%s': %s", name, evs_strerror(err));
+		goto err_close;
+	}
+	if (w.status) {
+		err = w.status < 0 && w.status > -4096 ? w.status : -EPROTO;
+		if (err == -EINVAL)
+			evs_fail(EINVAL, "core %u is out of range: producer '%s' has cores 0 to %u",
+				 core, name, w.ncores ? w.ncores - 1 : 0);
+		else if (err == -EBUSY)
+			evs_fail(EBUSY, "core %u of producer '%s' already has a consumer", core, name);
+		else if (err == -EACCES)
+			evs_fail(EACCES, "producer '%s' refused this uid/gid", name);
+		else
+			evs_fail(-err, "producer '%s' refused: %s", name, evs_strerror(err));
+		goto err_close;
+	}
+	if (nfds != 3 || w.core != core) {
+		err = evs_fail(EPROTO, "producer '%s' sent a malformed welcome", name);
+		goto err_close;
+	}
+	err = evs_consumer_init(c, fds[0], fds[1], w.ring_bytes, w.page_size, core);
+	if (err)
+		goto err_close;
+	/* the mappings hold the memory; only the eventfd is kept */
+	close(fds[0]);
+	close(fds[1]);
+	c->efd = fds[2];
+	c->sock = sock;
+	return 0;
+
+err_close:
+	close_fds(fds, nfds);
+	close(sock);
+	return err;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* Limits and names from options and the environment, with errors that name
+ * the bad value and what is allowed. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MIN_RING_BYTES 4096ULL
+#define MAX_EVENTS_CAP (1ULL << 32)
+
+int evs_parse_u64(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	if (*end) {
+		switch (*end) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		case 't': case 'T': shift = 40; break;
+		default: return -EINVAL;
+		}
+		end++;
+		if (*end == 'i' || *end == 'I')
+			end++;
+		if (*end == 'b' || *end == 'B')
+			end++;
+		if (*end)
+			return -EINVAL;
+	}
+	if (shift && v > (ULLONG_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static uint64_t phys_mem_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (1ULL << 40);
+}
+
+static int env_u64(const char *var, uint64_t min, uint64_t max, const char *what, uint64_t *out)
+{
+	const char *s = getenv(var);
+	uint64_t v;
+
+	if (!s)
+		return 0;
+	if (evs_parse_u64(s, &v))
+		return evs_fail(EINVAL, "%s='%s' is not a number: allowed is %s from %llu to %llu "
+				"(suffixes K, M, G, T)", var, s, what,
+				(unsigned long long)min, (unsigned long long)max);
+	if (v < min || v > max)
+		return evs_fail(EINVAL, "%s=%s is out of range: allowed is %s from %llu to %llu",
+				var, s, what, (unsigned long long)min, (unsigned long long)max);
+	*out = v;
+	return 1;
+}
+
+int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *cfg)
+{
+	uint64_t mem = phys_mem_bytes();
+	uint64_t max_ring = mem / 2;
+	/* every unconsumed event needs at least a 64-byte record header */
+	uint64_t max_events = mem / 2 / EVS_RECORD_HDR;
+	const char *hp;
+	int err;
+
+	if (max_events > MAX_EVENTS_CAP)
+		max_events = MAX_EVENTS_CAP;
+
+	cfg->ring_bytes = EVS_DEFAULT_RING_BYTES;
+	cfg->max_events = EVS_DEFAULT_MAX_EVENTS;
+	cfg->hugepages = EVS_HUGEPAGES_AUTO;
+
+	err = env_u64("EVSTREAM_RING_BYTES", MIN_RING_BYTES, max_ring, "a byte count",
+		      &cfg->ring_bytes);
+	if (err < 0)
+		return err;
+	err = env_u64("NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", 1, max_events, "an event count",
+		      &cfg->max_events);
+	if (err < 0)
+		return err;
+	hp = getenv("EVSTREAM_HUGEPAGES");
+	if (hp) {
+		if (!strcasecmp(hp, "auto"))
+			cfg->hugepages = EVS_HUGEPAGES_AUTO;
+		else if (!strcasecmp(hp, "on"))
+			cfg->hugepages = EVS_HUGEPAGES_ON;
+		else if (!strcasecmp(hp, "off"))
+			cfg->hugepages = EVS_HUGEPAGES_OFF;
+		else
+			return evs_fail(EINVAL, "EVSTREAM_HUGEPAGES='%s' is not allowed: use auto, on or off", hp);
+	}
+
+	/* explicit options win over the environment */
+	if (OPTS_GET(opts, ring_bytes, 0)) {
+		cfg->ring_bytes = opts->ring_bytes;
+		if (cfg->ring_bytes < MIN_RING_BYTES || cfg->ring_bytes > max_ring)
+			return evs_fail(EINVAL, "ring_bytes=%llu is out of range: allowed is %llu to %llu",
+					(unsigned long long)cfg->ring_bytes, MIN_RING_BYTES,
+					(unsigned long long)max_ring);
+	}
+	if (OPTS_GET(opts, max_events, 0)) {
+		cfg->max_events = opts->max_events;
+		if (cfg->max_events > max_events)
+			return evs_fail(EINVAL, "max_events=%llu is out of range: allowed is 1 to %llu",
+					(unsigned long long)cfg->max_events, (unsigned long long)max_events);
+	}
+	if (OPTS_GET(opts, hugepages, 0)) {
+		int h = opts->hugepages;
+
+		if (h != EVS_HUGEPAGES_AUTO && h != EVS_HUGEPAGES_ON && h != EVS_HUGEPAGES_OFF)
+			return evs_fail(EINVAL, "hugepages=%d is not allowed: use EVS_HUGEPAGES_AUTO, _ON or _OFF", h);
+		cfg->hugepages = h;
+	}
+	return 0;
+}
+
+int evs_check_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > EVS_NAME_MAX || name[0] == '.')
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '-' || ch == '_' || ch == '.'))
+			goto bad;
+	}
+	return 0;
+bad:
+	return evs_fail(EINVAL, "producer name '%s' is not allowed: use 1 to %d of [A-Za-z0-9._-], "
+			"not starting with '.'", name, EVS_NAME_MAX);
+}
+
+/* opts dir, then $EVSTREAM_RUNTIME_DIR, $XDG_RUNTIME_DIR/evstream, /tmp/evstream-UID */
+int evs_runtime_dir(const char *opt_dir, char *buf, size_t len)
+{
+	const char *env;
+	int n;
+
+	if (opt_dir && *opt_dir)
+		n = snprintf(buf, len, "%s", opt_dir);
+	else if ((env = getenv("EVSTREAM_RUNTIME_DIR")) && *env)
+		n = snprintf(buf, len, "%s", env);
+	else if ((env = getenv("XDG_RUNTIME_DIR")) && *env)
+		n = snprintf(buf, len, "%s/evstream", env);
+	else
+		n = snprintf(buf, len, "/tmp/evstream-%u", (unsigned)geteuid());
+	if (n < 0 || (size_t)n >= len)
+		return evs_fail(ENAMETOOLONG, "runtime directory name is too long (at most %zu bytes)", len - 1);
+	return 0;
+}
+
+int evs_socket_path(const char *dir, const char *name, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s.sock", dir, name);
+
+	if (n < 0 || (size_t)n >= len)
+		return evs_fail(ENAMETOOLONG, "socket path '%s/%s.sock' is longer than %zu bytes: "
+				"use a shorter runtime directory (EVSTREAM_RUNTIME_DIR)", dir, name, len - 1);
+	return 0;
+}

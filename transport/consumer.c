@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The consumer side of a stream. Everything the producer wrote is untrusted:
+ * positions are checked against the ring size, and each record header is
+ * copied out once and checked before its payload is handed out.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+EVS_HIDDEN void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
+				   struct evs_stream_stats *st);
+
+static int file_size_is(int fd, uint64_t size)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (uint64_t)st.st_size == size;
+}
+
+/* Map the stream and check the producer's identity page against what the
+ * handshake said; the consumer starts where the last consumer stopped. */
+int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t ring_bytes,
+		      uint64_t page_size, unsigned int core)
+{
+	const struct evs_shm_prod *prod;
+	uint64_t prod_pos, cons_pos;
+	int err;
+
+	if ((page_size != 4096 && page_size != EVS_HUGE_PAGE) || ring_bytes < page_size ||
+	    ring_bytes % page_size || ring_bytes > (1ULL << 46) ||
+	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES))
+		return evs_fail(EBADMSG, "stream of core %u: sizes do not match the shared files", core);
+	err = evs_map_attach(&c->map, ctl_fd, data_fd, ring_bytes, page_size, false);
+	if (err)
+		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
+	prod = c->map.prod;
+	if (prod->magic != EVS_SHM_MAGIC || prod->abi_major != EVS_ABI_MAJOR ||
+	    prod->hdr_bytes != EVS_CTL_BYTES || prod->ring_bytes != ring_bytes ||
+	    prod->page_size != page_size || prod->core != core || prod->max_events == 0) {
+		evs_map_detach(&c->map);
+		return evs_fail(EBADMSG, "stream of core %u: bad identity (magic, ABI %u, sizes)",
+				core, (unsigned)prod->abi_major);
+	}
+	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with stream_commit() */
+	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
+	if (prod_pos - cons_pos > ring_bytes) {
+		evs_map_detach(&c->map);
+		return evs_fail(EBADMSG, "stream of core %u: positions out of range", core);
+	}
+	c->prod = prod;
+	c->cons = c->map.cons;
+	c->data = c->map.data;
+	c->cap = ring_bytes;
+	c->cons_pos = cons_pos;
+	c->cons_off = cons_pos % ring_bytes;
+	c->prod_cache = cons_pos;
+	c->released = READ_ONCE(&c->map.cons->released);
+	c->core = core;
+	c->armed = true; /* evs_stream_activate() armed the wait word */
+	return 0;
+}
+
+static int consumer_broken(struct evs_consumer *c)
+{
+	c->broken = -EBADMSG;
+	return -EBADMSG;
+}
+
+/* Empty ring: tell a live producer from one that has gone. */
+static int consumer_empty(struct evs_consumer *c)
+{
+	/* pairs with smp_store_release(&prod->state) in stream_fini() */
+	uint32_t state = smp_load_acquire(&c->prod->state);
+
+	if (!(state & EVS_STATE_CLOSED) && !c->gone)
+		return -EAGAIN;
+	/* everything committed before CLOSED (or before the producer died) is
+	 * visible now: look once more before saying the stream has ended */
+	if (smp_load_acquire(&c->prod->prod_pos) != c->cons_pos)
+		return 1;
+	return -EPIPE;
+}
+
+/* Returns 0 when at least one record is pending, or a negative status. */
+static int consumer_fill(struct evs_consumer *c)
+{
+	for (;;) {
+		/* pairs with smp_store_release(&prod->prod_pos) in stream_commit():
+		 * records below prod_pos are complete */
+		uint64_t p = smp_load_acquire(&c->prod->prod_pos);
+		int err;
+
+		if (p != c->cons_pos) {
+			if (unlikely(p - c->cons_pos > c->cap))
+				return consumer_broken(c);
+			c->prod_cache = p;
+			return 0;
+		}
+		err = consumer_empty(c);
+		if (err <= 0)
+			return err;
+	}
+}
+
+EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
+{
+	const uint8_t *r;
+	uint64_t avail, len;
+	int err;
+
+	if (unlikely(!c || !rec))
+		return -EINVAL;
+	if (unlikely(c->broken))
+		return c->broken;
+	if (c->cons_pos == c->prod_cache) {
+		err = consumer_fill(c);
+		if (err)
+			return err;
+	}
+	r = c->data + c->cons_off;
+	memcpy(&rec->hdr, r, sizeof(rec->hdr)); /* copy once, check the copy */
+	avail = c->prod_cache - c->cons_pos;
+	if (unlikely(avail < EVS_RECORD_HDR || rec->hdr.data_size > avail - EVS_RECORD_HDR))
+		return consumer_broken(c);
+	len = evs_record_len(rec->hdr.data_size);
+	if (unlikely(len > avail))
+		return consumer_broken(c);
+	rec->data = r + EVS_RECORD_HDR;
+	c->peek_len = len;
+	return 0;
+}
+
+static void consumer_advance(struct evs_consumer *c)
+{
+	c->cons_pos += c->peek_len;
+	c->cons_off += c->peek_len;
+	if (c->cons_off >= c->cap)
+		c->cons_off -= c->cap;
+	c->released++;
+	c->peek_len = 0;
+}
+
+static void consumer_publish(struct evs_consumer *c)
+{
+	/* relaxed: a count the producer clamps; cons_pos below carries the order */
+	WRITE_ONCE(&c->cons->released, c->released);
+	/* pairs with smp_load_acquire(&cons->cons_pos) in stream_refresh_cons():
+	 * we are done reading the records below cons_pos */
+	smp_store_release(&c->cons->cons_pos, c->cons_pos);
+}
+
+EVS_API int evs_consumer__release(struct evs_consumer *c)
+{
+	if (!c || !c->peek_len)
+		return -EINVAL;
+	consumer_advance(c);
+	consumer_publish(c);
+	return 0;
+}
+
+/* Publish the consumer position at least this often in a batch, so that a
+ * long batch frees ring space while it runs. */
+#define CONSUME_PUBLISH_EVERY 32
+
+EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void *ctx, size_t max)
+{
+	struct evs_record rec;
+	size_t n = 0;
+	int err = 0, stop = 0;
+
+	if (!c || !fn)
+		return -EINVAL;
+	while (!stop && (max == 0 || n < max)) {
+		err = evs_consumer__peek(c, &rec);
+		if (err)
+			break;
+		stop = fn(ctx, &rec);
+		consumer_advance(c);
+		if (++n % CONSUME_PUBLISH_EVERY == 0)
+			consumer_publish(c);
+	}
+	if (n)
+		consumer_publish(c);
+	if (n || err == -EAGAIN)
+		return (int)n;
+	return err;
+}
+
+/*
+ * The wakeup protocol, consumer half (see docs/architecture.md):
+ *  - armed: our wait word is ARMED; the producer's next commit takes it
+ *    (xchg) and writes the eventfd once.
+ *  - kick_pending: exactly one eventfd write is done or on its way and has
+ *    not been read yet. We read (drain) it only when the ring is empty, so
+ *    the fd stays readable while records are pending.
+ */
+EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
+{
+	uint64_t v;
+	int err;
+
+	if (!c)
+		return -EINVAL;
+	if (c->broken)
+		return c->broken;
+	for (;;) {
+		err = consumer_fill(c);
+		if (err == 0)
+			return -EAGAIN;
+		if (err != -EAGAIN)
+			return err;
+		if (c->armed) {
+			if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED)
+				return 0; /* the producer will kick at its next commit */
+			c->armed = false; /* taken: the kick is done or on its way */
+			c->kick_pending = true;
+			continue;
+		}
+		if (c->kick_pending) {
+			if (eventfd_read(c->efd, &v) < 0)
+				return 0; /* not landed yet: poll will see it */
+			c->kick_pending = false;
+			continue;
+		}
+		WRITE_ONCE(&c->cons->wait, EVS_WAIT_ARMED);
+		/* pairs with smp_mb() in stream_commit(): either the producer
+		 * sees ARMED, or we see its new prod_pos in consumer_fill() */
+		smp_mb();
+		c->armed = true;
+		err = consumer_fill(c);
+		if (err == -EAGAIN)
+			return 0;
+		/* a commit raced with arming: take the word back, or let the
+		 * producer's kick stand; either way one kick is pending, so the
+		 * fd is readable while the records are there */
+		if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) == EVS_WAIT_ARMED)
+			eventfd_write(c->efd, 1);
+		c->armed = false;
+		c->kick_pending = true;
+		return err == 0 ? -EAGAIN : err;
+	}
+}
+
+EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms)
+{
+	struct pollfd pfd[2];
+	int err, n;
+
+	if (!c)
+		return -EINVAL;
+	for (;;) {
+		err = evs_consumer__prepare_wait(c);
+		if (err == -EAGAIN)
+			return 0;
+		if (err)
+			return err;
+		pfd[0] = (struct pollfd){ .fd = c->efd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = c->sock, .events = POLLIN };
+		n = poll(pfd, c->sock >= 0 ? 2 : 1, timeout_ms);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n == 0)
+			return -ETIMEDOUT;
+		if (n > 0 && c->sock >= 0 && pfd[1].revents)
+			c->gone = true; /* the producer closed its end or died */
+	}
+}
+
+EVS_API int evs_consumer__fd(const struct evs_consumer *c)
+{
+	return c ? c->efd : -EINVAL;
+}
+
+EVS_API int evs_consumer__hup_fd(const struct evs_consumer *c)
+{
+	return c ? c->sock : -EINVAL;
+}
+
+EVS_API int evs_consumer__stats(const struct evs_consumer *c, struct evs_stream_stats *st)
+{
+	size_t sz;
+
+	if (!c || !st || st->sz < offsetof(struct evs_stream_stats, core) + sizeof(st->core))
+		return -EINVAL;
+	sz = st->sz;
+	memset(st, 0, sz);
+	st->sz = sz;
+	evs_stats_from_shm(c->prod, c->cons, st);
+	st->released = c->released;
+	st->connected = 1;
+	st->producer_closed |= c->gone;
+	return 0;
+}
+
+EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned int core,
+						   const struct evs_consumer_opts *opts)
+{
+	struct evs_consumer *c;
+	struct evs_producer *p;
+	int err;
+
+	evs_clear_errmsg();
+	if (!OPTS_VALID(opts, evs_consumer_opts)) {
+		err = evs_fail(EINVAL, "evs_consumer_opts: unknown fields set");
+		goto err_out;
+	}
+	if (name && (err = evs_check_name(name)))
+		goto err_out;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		err = -ENOMEM;
+		goto err_out;
+	}
+	c->efd = c->sock = -1;
+
+	evs_registry_lock();
+	p = evs_registry_find(name);
+	if (p) {
+		struct evs_stream *s;
+
+		if (core >= p->ncores) {
+			evs_registry_unlock();
+			err = evs_fail(EINVAL, "core %u is out of range: producer '%s' has cores 0 to %u",
+				       core, p->name ? p->name : "(unnamed)", p->ncores - 1);
+			goto err_free;
+		}
+		s = &p->streams[core];
+		err = evs_stream_claim(s);
+		if (err) {
+			evs_registry_unlock();
+			evs_fail(EBUSY, "core %u already has a consumer", core);
+			goto err_free;
+		}
+		c->efd = dup(s->efd);
+		if (c->efd < 0) {
+			err = -errno;
+			evs_stream_release_claim(s);
+			evs_registry_unlock();
+			goto err_free;
+		}
+		evs_stream_activate(s);
+		err = evs_consumer_init(c, s->backing.ctl_fd, s->backing.data_ro_fd,
+					s->backing.ring_bytes, s->backing.page_size, core);
+		if (err) {
+			evs_stream_release_claim(s);
+			evs_registry_unlock();
+			goto err_free;
+		}
+		c->local = s;
+		s->local = c;
+		evs_registry_unlock();
+		return c;
+	}
+	evs_registry_unlock();
+
+	if (!name) {
+		err = evs_fail(ENOENT, "no producer in this process (and no name given to look for one elsewhere)");
+		goto err_free;
+	}
+	err = evs_client_connect(c, name, core, opts);
+	if (err)
+		goto err_free;
+	return c;
+
+err_free:
+	if (c->efd >= 0)
+		close(c->efd);
+	free(c);
+err_out:
+	errno = -err;
+	return NULL;
+}
+
+EVS_API void evs_consumer__free(struct evs_consumer *c)
+{
+	if (!c)
+		return;
+	evs_registry_lock();
+	if (c->local) {
+		c->local->local = NULL;
+		evs_stream_release_claim(c->local);
+		c->local = NULL;
+	}
+	evs_registry_unlock();
+	evs_map_detach(&c->map);
+	if (c->efd >= 0)
+		close(c->efd);
+	/* closing the socket is the hang-up the producer's server sees */
+	if (c->sock >= 0)
+		close(c->sock);
+	free(c);
+}

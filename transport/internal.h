@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/* Private structures of libevstream; nothing here is ABI. */
+#ifndef EVS_INTERNAL_H
+#define EVS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdatomic.h>
+#include <pthread.h>
+#include <sys/types.h>
+
+#include "evstream/evstream.h"
+#include "atomics.h"
+#include "layout.h"
+
+#define EVS_HIDDEN __attribute__((visibility("hidden")))
+#define EVS_HUGE_PAGE (2ULL * 1024 * 1024)
+#define EVS_NAME_MAX 64
+
+/* The options struct sz rule: accept smaller (older) structs; a larger one
+ * only if the bytes this library does not know are zero. */
+EVS_HIDDEN bool evs_opts_valid(const void *opts, size_t user_sz, size_t known_sz);
+#define OPTS_VALID(o, type) evs_opts_valid((o), (o) ? (o)->sz : 0, sizeof(struct type))
+#define OPTS_HAS(o, field) \
+	((o) && (o)->sz >= offsetof(__typeof__(*(o)), field) + sizeof((o)->field))
+#define OPTS_GET(o, field, def) (OPTS_HAS(o, field) ? (o)->field : (def))
+
+/* Thread-local sentence for evs_errmsg(); returns -err for chaining. */
+EVS_HIDDEN int evs_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+EVS_HIDDEN void evs_clear_errmsg(void);
+
+/* ------------------------------------------------------------ config */
+struct evs_config {
+	uint64_t ring_bytes;   /* requested, before rounding to the page size */
+	uint64_t max_events;
+	int hugepages;         /* EVS_HUGEPAGES_AUTO / ON / OFF */
+};
+EVS_HIDDEN int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *cfg);
+EVS_HIDDEN int evs_parse_u64(const char *s, uint64_t *out); /* with K/M/G/T suffixes */
+EVS_HIDDEN int evs_runtime_dir(const char *opt_dir, char *buf, size_t len);
+EVS_HIDDEN int evs_check_name(const char *name);
+EVS_HIDDEN int evs_socket_path(const char *dir, const char *name, char *buf, size_t len);
+
+/* ------------------------------------------------------------ memory */
+struct evs_map {
+	struct evs_shm_prod *prod;  /* control page 0 */
+	struct evs_shm_cons *cons;  /* control page 1 */
+	uint8_t *data;              /* ring, followed by its second mapping */
+	void *ctl_base;
+	void *data_res;             /* reserved range holding both copies */
+	size_t data_res_len;
+	uint64_t ring_bytes;
+};
+
+struct evs_backing {
+	int ctl_fd;      /* control memfd, read-write */
+	int data_fd;     /* data memfd, read-write (producer) */
+	int data_ro_fd;  /* the same file opened read-only, handed to consumers */
+	uint64_t ring_bytes;
+	uint64_t page_size;
+	bool hugetlb;
+};
+
+EVS_HIDDEN int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg,
+				  const char *label, unsigned int core);
+EVS_HIDDEN void evs_backing_destroy(struct evs_backing *b);
+/* Map a stream; writable = producer view (data read-write, page 0 read-write). */
+EVS_HIDDEN int evs_map_attach(struct evs_map *m, int ctl_fd, int data_fd, uint64_t ring_bytes,
+			      uint64_t page_size, bool writable);
+EVS_HIDDEN void evs_map_detach(struct evs_map *m);
+
+/* ------------------------------------------------------------ producer */
+struct evs_stream {
+	/* Hot fields, touched by the producer thread only. */
+	uint64_t prod_pos;        /* private copy of prod->prod_pos */
+	uint64_t prod_off;        /* prod_pos % cap */
+	uint64_t cons_cache;      /* last clamped cons_pos read from the consumer */
+	uint64_t released_cache;  /* last clamped released count */
+	uint64_t committed;
+	uint64_t produced;
+	uint64_t cap;
+	uint64_t max_events;
+	uint8_t *data;
+	struct evs_shm_prod *prod;
+	struct evs_shm_cons *cons;
+	uint64_t resv_len;        /* record length of the open reservation, 0: none */
+	uint64_t resv_size;
+	uint32_t resv_type;
+	bool timestamps;
+	int efd;
+
+	/* Set by whoever attaches a consumer; read by the producer on emit. */
+	_Atomic int active __attribute__((aligned(EVS_CACHELINE)));
+	_Atomic int claimed;      /* one consumer per stream */
+
+	/* Drop accounting: producer thread only; see drop.c. */
+	uint64_t dropped_events[EVS_DROP_CAUSE_COUNT] __attribute__((aligned(EVS_CACHELINE)));
+	uint64_t dropped_bytes[EVS_DROP_CAUSE_COUNT];
+	uint64_t wakeups;
+	/* Drop burst not yet reported to the drop tracepoint. */
+	uint64_t burst_events;
+	uint64_t burst_bytes;
+	int burst_cause;
+
+	/* Cold. */
+	unsigned int core;
+	struct evs_backing backing;
+	struct evs_map map;
+	int conn_fd;                   /* remote consumer's socket (server thread) */
+	struct evs_consumer *local;    /* in-process consumer, under the registry lock */
+	struct evs_producer *owner;
+} __attribute__((aligned(EVS_CACHELINE)));
+
+struct evs_server;
+
+struct evs_producer {
+	char *name;                /* NULL: in-process only */
+	unsigned int ncores;
+	struct evs_stream *streams;
+	struct evs_config cfg;
+	struct evs_server *server;
+	pid_t pid;                 /* creator: a forked child must not use it */
+	struct evs_producer *next; /* registry */
+};
+
+/* The single place drops are counted (and reported to the tracepoint). */
+EVS_HIDDEN void evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause);
+/* An event was accepted: ends a drop burst. */
+EVS_HIDDEN void evs_stream_drop_burst_end(struct evs_stream *s);
+EVS_HIDDEN void evs_stream_drop_flush(struct evs_stream *s);
+
+/* Attach/detach bookkeeping used by the in-process and socket paths. */
+EVS_HIDDEN int evs_stream_claim(struct evs_stream *s);
+EVS_HIDDEN void evs_stream_activate(struct evs_stream *s);
+EVS_HIDDEN void evs_stream_release_claim(struct evs_stream *s);
+
+/* ------------------------------------------------------------ registry */
+EVS_HIDDEN void evs_registry_lock(void);
+EVS_HIDDEN void evs_registry_unlock(void);
+EVS_HIDDEN void evs_registry_add(struct evs_producer *p);
+EVS_HIDDEN void evs_registry_remove(struct evs_producer *p);
+EVS_HIDDEN struct evs_producer *evs_registry_find(const char *name);
+
+/* ------------------------------------------------------------ server */
+EVS_HIDDEN int evs_server_start(struct evs_producer *p, const struct evs_producer_opts *opts);
+EVS_HIDDEN void evs_server_stop(struct evs_producer *p);
+
+/* Wire format of the socket handshake (see docs/architecture.md). */
+#define EVS_HELLO_MAGIC   0x6f6c6c6548535645ULL /* "EVSHello" */
+#define EVS_WELCOME_MAGIC 0x656d6f636c655745ULL /* "EWelcome" */
+struct evs_hello {
+	uint64_t magic;
+	uint16_t abi_major;
+	uint16_t abi_minor;
+	uint32_t core;
+};
+struct evs_welcome {
+	uint64_t magic;
+	int32_t status;          /* 0 or -errno */
+	uint32_t ncores;
+	uint64_t ring_bytes;
+	uint64_t max_events;
+	uint64_t page_size;
+	uint32_t core;
+	uint32_t flags;
+};
+
+/* ------------------------------------------------------------ consumer */
+struct evs_consumer {
+	/* Hot. */
+	uint64_t cons_pos;
+	uint64_t cons_off;
+	uint64_t prod_cache;
+	uint64_t released;
+	uint64_t cap;
+	uint64_t peek_len;        /* length of the record handed out by peek, 0: none */
+	const uint8_t *data;
+	const struct evs_shm_prod *prod;
+	struct evs_shm_cons *cons;
+	int broken;               /* sticky -EBADMSG */
+
+	/* Wakeup protocol state; see evs_consumer__prepare_wait(). */
+	bool armed;
+	bool kick_pending;
+	bool gone;                /* the producer socket hung up */
+
+	int efd;
+	int sock;                 /* -1 in process */
+	unsigned int core;
+	struct evs_map map;
+	struct evs_stream *local; /* in-process producer stream, under the registry lock */
+};
+
+EVS_HIDDEN int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd,
+				 uint64_t ring_bytes, uint64_t page_size, unsigned int core);
+EVS_HIDDEN int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int core,
+				  const struct evs_consumer_opts *opts);
+
+#endif

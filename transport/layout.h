@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared-memory ABI of one stream (version EVS_ABI_MAJOR.EVS_ABI_MINOR).
+ * See docs/architecture.md for the full description.
+ *
+ *  control memfd (normal pages, 2 x 4 KiB)         data memfd (ring_bytes)
+ *  +--------------------------------------+        +----------------------+
+ *  | page 0: written by the producer only |        | records, 8-aligned:  |
+ *  |   line 0  identity (magic, version,  |        | [64 B header|payload]|
+ *  |           sizes, core, flags)        |        | ...                  |
+ *  |   line 1  prod_pos, committed,       |        +----------------------+
+ *  |           produced                   |   mapped twice back to back in
+ *  |   line 2+ drop counters, wakeups,    |   each process, so a record that
+ *  |           closed                     |   runs past the end continues in
+ *  +--------------------------------------+   the second copy: every payload
+ *  | page 1: written by the consumer      |   is contiguous.
+ *  |   line 0  cons_pos, released         |
+ *  |   line 1  wait (consumer sets, the   |
+ *  |           producer takes)            |
+ *  +--------------------------------------+
+ *
+ * Positions are free-running 64-bit byte counts; offset = pos % ring_bytes.
+ * A reader treats everything the other side wrote as untrusted.
+ */
+#ifndef EVS_LAYOUT_H
+#define EVS_LAYOUT_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdatomic.h>
+
+#define EVS_SHM_MAGIC      0x314d52545356452eULL /* ".EVSTRM1" little-endian */
+#define EVS_ABI_MAJOR      1
+#define EVS_ABI_MINOR      0
+#define EVS_CTL_PAGE       4096u
+#define EVS_CTL_BYTES      (2 * EVS_CTL_PAGE)
+#define EVS_CACHELINE      64
+#define EVS_RECORD_ALIGN   8u
+#define EVS_RECORD_HDR     64u
+
+#define EVS_SHM_F_HUGETLB  0x1u
+
+/* prod.state bits */
+#define EVS_STATE_CLOSED   0x1u
+
+/* cons.wait values */
+#define EVS_WAIT_AWAKE     0u
+#define EVS_WAIT_ARMED     1u
+
+struct evs_shm_prod {
+	/* line 0: written once before the stream is shared */
+	uint64_t magic;
+	uint16_t abi_major;
+	uint16_t abi_minor;
+	uint32_t hdr_bytes;        /* EVS_CTL_BYTES */
+	uint64_t ring_bytes;       /* data area size, a multiple of page_size */
+	uint64_t max_events;
+	uint64_t page_size;
+	uint32_t core;
+	uint32_t flags;            /* EVS_SHM_F_* */
+	uint32_t producer_pid;
+	uint8_t pad0[EVS_CACHELINE - 52];
+
+	/* line 1: hot, producer-written on every commit */
+	_Atomic uint64_t prod_pos;
+	_Atomic uint64_t committed;
+	_Atomic uint64_t produced;
+	uint8_t pad1[EVS_CACHELINE - 24];
+
+	/* line 2..: slow counters, producer-written on drops and wakeups */
+	_Atomic uint64_t dropped_events[4];
+	_Atomic uint64_t dropped_bytes[4];
+	_Atomic uint64_t wakeups;
+	_Atomic uint32_t state;    /* EVS_STATE_* */
+	uint32_t pad2;
+};
+
+struct evs_shm_cons {
+	/* line 0: consumer-written on every release */
+	_Atomic uint64_t cons_pos;
+	_Atomic uint64_t released;
+	uint8_t pad0[EVS_CACHELINE - 16];
+	/* line 1: the consumer arms it before sleeping, the producer takes it */
+	_Atomic uint32_t wait;
+	uint8_t pad1[EVS_CACHELINE - 4];
+};
+
+_Static_assert(offsetof(struct evs_shm_prod, prod_pos) == 64, "prod line 1");
+_Static_assert(offsetof(struct evs_shm_prod, dropped_events) == 128, "prod line 2");
+_Static_assert(sizeof(struct evs_shm_prod) <= EVS_CTL_PAGE, "prod page");
+_Static_assert(offsetof(struct evs_shm_cons, wait) == 64, "cons line 1");
+_Static_assert(sizeof(struct evs_shm_cons) <= EVS_CTL_PAGE, "cons page");
+
+static inline uint64_t evs_record_len(uint64_t data_size)
+{
+	return EVS_RECORD_HDR + ((data_size + EVS_RECORD_ALIGN - 1) & ~(uint64_t)(EVS_RECORD_ALIGN - 1));
+}
+
+#endif

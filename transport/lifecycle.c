@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/* Creating and freeing producers; claiming a stream for a consumer. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include "internal.h"
+
+static void stream_init_shared(struct evs_stream *s, const struct evs_producer *p)
+{
+	struct evs_shm_prod *prod = s->map.prod;
+
+	memset(s->map.ctl_base, 0, EVS_CTL_BYTES);
+	prod->magic = EVS_SHM_MAGIC;
+	prod->abi_major = EVS_ABI_MAJOR;
+	prod->abi_minor = EVS_ABI_MINOR;
+	prod->hdr_bytes = EVS_CTL_BYTES;
+	prod->ring_bytes = s->backing.ring_bytes;
+	prod->max_events = p->cfg.max_events;
+	prod->page_size = s->backing.page_size;
+	prod->core = s->core;
+	prod->flags = s->backing.hugetlb ? EVS_SHM_F_HUGETLB : 0;
+	prod->producer_pid = (uint32_t)getpid();
+}
+
+static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned int core,
+		       bool timestamps)
+{
+	int err;
+
+	s->core = core;
+	s->owner = p;
+	s->conn_fd = -1;
+	s->efd = -1;
+	err = evs_backing_create(&s->backing, &p->cfg, p->name, core);
+	if (err)
+		return err;
+	err = evs_map_attach(&s->map, s->backing.ctl_fd, s->backing.data_fd, s->backing.ring_bytes,
+			     s->backing.page_size, true);
+	if (err)
+		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
+	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->efd < 0)
+		return evs_fail(errno, "eventfd for core %u: %s", core, evs_strerror(errno));
+	stream_init_shared(s, p);
+	s->prod = s->map.prod;
+	s->cons = s->map.cons;
+	s->data = s->map.data;
+	s->cap = s->backing.ring_bytes;
+	s->max_events = p->cfg.max_events;
+	s->timestamps = timestamps;
+	return 0;
+}
+
+static void stream_fini(struct evs_stream *s)
+{
+	if (s->map.prod) {
+		evs_stream_drop_flush(s);
+		/* pairs with smp_load_acquire(&prod->state) in the consumer's empty
+		 * check: everything committed is visible once CLOSED is */
+		smp_store_release(&s->map.prod->state, EVS_STATE_CLOSED);
+	}
+	/* wake a sleeping consumer so that it sees CLOSED */
+	if (s->efd >= 0) {
+		eventfd_write(s->efd, 1);
+		close(s->efd);
+	}
+	if (s->conn_fd >= 0)
+		close(s->conn_fd);
+	evs_map_detach(&s->map);
+	evs_backing_destroy(&s->backing);
+}
+
+EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int ncores,
+					       const struct evs_producer_opts *opts)
+{
+	struct evs_producer *p = NULL;
+	int err;
+
+	evs_clear_errmsg();
+	if (!OPTS_VALID(opts, evs_producer_opts)) {
+		err = evs_fail(EINVAL, "evs_producer_opts: unknown fields set (sz=%zu, this library knows %zu bytes)",
+			       opts->sz, sizeof(struct evs_producer_opts));
+		goto err_out;
+	}
+	if (ncores == 0 || ncores > 4096) {
+		err = evs_fail(EINVAL, "ncores=%u is not allowed: use 1 to 4096", ncores);
+		goto err_out;
+	}
+	if (name && (err = evs_check_name(name)))
+		goto err_out;
+
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		err = -ENOMEM;
+		goto err_out;
+	}
+	p->ncores = ncores;
+	p->pid = getpid();
+	err = evs_config_resolve(opts, &p->cfg);
+	if (err)
+		goto err_free;
+	if (name && !(p->name = strdup(name))) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	p->streams = aligned_alloc(EVS_CACHELINE, sizeof(*p->streams) * ncores);
+	if (!p->streams) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	memset(p->streams, 0, sizeof(*p->streams) * ncores);
+	for (unsigned int i = 0; i < ncores; i++) {
+		p->streams[i].efd = -1;
+		p->streams[i].conn_fd = -1;
+		p->streams[i].backing.ctl_fd = -1;
+		p->streams[i].backing.data_fd = -1;
+		p->streams[i].backing.data_ro_fd = -1;
+	}
+	for (unsigned int i = 0; i < ncores; i++) {
+		err = stream_init(&p->streams[i], p, i, !OPTS_GET(opts, no_timestamps, 0));
+		if (err)
+			goto err_free;
+	}
+
+	evs_registry_lock();
+	if (name && evs_registry_find(name)) {
+		evs_registry_unlock();
+		err = evs_fail(EEXIST, "a producer named '%s' already exists in this process", name);
+		goto err_free;
+	}
+	evs_registry_add(p);
+	evs_registry_unlock();
+
+	if (name) {
+		err = evs_server_start(p, opts);
+		if (err) {
+			evs_registry_lock();
+			evs_registry_remove(p);
+			evs_registry_unlock();
+			goto err_free;
+		}
+	}
+	return p;
+
+err_free:
+	if (p->streams)
+		for (unsigned int i = 0; i < ncores; i++)
+			stream_fini(&p->streams[i]);
+	free(p->streams);
+	free(p->name);
+	free(p);
+err_out:
+	errno = -err;
+	return NULL;
+}
+
+EVS_API void evs_producer__free(struct evs_producer *p)
+{
+	if (!p)
+		return;
+	if (p->server)
+		evs_server_stop(p);
+	evs_registry_lock();
+	evs_registry_remove(p);
+	/* in-process consumers keep their own mappings; cut their back links */
+	for (unsigned int i = 0; i < p->ncores; i++) {
+		struct evs_stream *s = &p->streams[i];
+
+		if (s->local) {
+			s->local->local = NULL;
+			s->local = NULL;
+		}
+	}
+	evs_registry_unlock();
+	for (unsigned int i = 0; i < p->ncores; i++)
+		stream_fini(&p->streams[i]);
+	free(p->streams);
+	free(p->name);
+	free(p);
+}
+
+/* One consumer per stream: the first claim wins. */
+int evs_stream_claim(struct evs_stream *s)
+{
+	int expected = 0;
+
+	if (!cmpxchg(&s->claimed, &expected, 1))
+		return -EBUSY;
+	return 0;
+}
+
+/* Called with the stream claimed, before the consumer can see any data. */
+void evs_stream_activate(struct evs_stream *s)
+{
+	uint64_t v;
+
+	/* a kick left over from a previous consumer would be a spurious wakeup */
+	while (eventfd_read(s->efd, &v) == 0)
+		;
+	/* the consumer starts armed: the first commit wakes it, so a client
+	 * that polls before it reads anything is not left asleep */
+	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
+	/* pairs with smp_load_acquire(&s->active) in stream_reserve() */
+	smp_store_release(&s->active, 1);
+}
+
+void evs_stream_release_claim(struct evs_stream *s)
+{
+	/* the producer drops as no_consumer from its next emit on */
+	smp_store_release(&s->active, 0);
+	smp_store_release(&s->claimed, 0);
+}

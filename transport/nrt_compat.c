@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The runtime's debug-stream API on top of the native consumer:
+ * connect / read one event / close, with NRT_STATUS codes.
+ *
+ * The stream fd is the consumer's eventfd. The stream it names is found in
+ * a small table under a mutex (connect and close are rare; lookups are a
+ * short scan).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "nrt/ndebug_stream.h"
+
+struct nrt_conn {
+	int fd;
+	struct evs_consumer *c;
+};
+
+static pthread_mutex_t conns_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct nrt_conn *conns;
+static size_t nconns, conns_cap;
+
+static struct evs_consumer *conn_find(int fd)
+{
+	struct evs_consumer *c = NULL;
+
+	pthread_mutex_lock(&conns_mutex);
+	for (size_t i = 0; i < nconns; i++)
+		if (conns[i].fd == fd) {
+			c = conns[i].c;
+			break;
+		}
+	pthread_mutex_unlock(&conns_mutex);
+	return c;
+}
+
+static int conn_add(int fd, struct evs_consumer *c)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&conns_mutex);
+	if (nconns == conns_cap) {
+		size_t cap = conns_cap ? conns_cap * 2 : 16;
+		struct nrt_conn *n = realloc(conns, cap * sizeof(*n));
+
+		if (!n) {
+			err = -ENOMEM;
+			goto out;
+		}
+		conns = n;
+		conns_cap = cap;
+	}
+	conns[nconns++] = (struct nrt_conn){ .fd = fd, .c = c };
+out:
+	pthread_mutex_unlock(&conns_mutex);
+	return err;
+}
+
+static struct evs_consumer *conn_remove(int fd)
+{
+	struct evs_consumer *c = NULL;
+
+	pthread_mutex_lock(&conns_mutex);
+	for (size_t i = 0; i < nconns; i++)
+		if (conns[i].fd == fd) {
+			c = conns[i].c;
+			conns[i] = conns[--nconns];
+			break;
+		}
+	pthread_mutex_unlock(&conns_mutex);
+	return c;
+}
+
+/* The producer is the one of this process (EVSTREAM_PRODUCER names one if
+ * there are several); with none here, EVSTREAM_PRODUCER names a producer
+ * in another process to reach through its socket. */
+NRT_API NRT_STATUS nrt_debug_client_connect(int logical_nc_idx, int *stream_fd)
+{
+	const char *name = getenv("EVSTREAM_PRODUCER");
+	struct evs_consumer *c;
+
+	if (!stream_fd || logical_nc_idx < 0)
+		return NRT_INVALID;
+	if (name && !*name)
+		name = NULL;
+	c = evs_consumer__connect(name, (unsigned int)logical_nc_idx, NULL);
+	if (!c) {
+		switch (errno) {
+		case ENOENT: return NRT_UNINITIALIZED;
+		case EINVAL: case EBUSY: return NRT_INVALID;
+		case ENOMEM: case EMFILE: case ENFILE: return NRT_RESOURCE;
+		case ETIMEDOUT: return NRT_TIMEOUT;
+		default: return NRT_FAILURE;
+		}
+	}
+	if (conn_add(evs_consumer__fd(c), c)) {
+		evs_consumer__free(c);
+		return NRT_RESOURCE;
+	}
+	*stream_fd = evs_consumer__fd(c);
+	return NRT_SUCCESS;
+}
+
+NRT_API void nrt_debug_client_connect_close(int stream_fd)
+{
+	evs_consumer__free(conn_remove(stream_fd));
+}
+
+NRT_API NRT_STATUS nrt_debug_client_read_one_event(int stream_fd, ndebug_stream_event_header_t *header,
+						   void **payload)
+{
+	struct evs_consumer *c;
+	struct evs_record rec;
+	void *buf;
+	int err;
+
+	if (!header || !payload)
+		return NRT_INVALID;
+	c = conn_find(stream_fd);
+	if (!c)
+		return NRT_INVALID_HANDLE;
+	err = evs_consumer__peek(c, &rec);
+	if (err == -EAGAIN) {
+		/* the caller will poll the fd next: arm the wakeup first */
+		err = evs_consumer__prepare_wait(c);
+		if (err == 0)
+			return NRT_QUEUE_EMPTY;
+		if (err == -EAGAIN)
+			err = evs_consumer__peek(c, &rec);
+	}
+	if (err == -EPIPE)
+		return NRT_CLOSED;
+	if (err)
+		return NRT_FAILURE;
+	/* malloc(0) may return NULL; a 1-byte buffer keeps "free it" uniform */
+	buf = malloc(rec.hdr.data_size ? rec.hdr.data_size : 1);
+	if (!buf)
+		return NRT_RESOURCE; /* the event stays in the ring */
+	memcpy(buf, rec.data, rec.hdr.data_size);
+	memcpy(header, &rec.hdr, sizeof(*header));
+	evs_consumer__release(c);
+	*payload = buf;
+	return NRT_SUCCESS;
+}

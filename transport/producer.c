@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The producer side of a stream: reserve, commit, discard, emit.
+ *
+ * The producer thread of a core is the only writer of that stream's
+ * producer fields; it never blocks and makes no syscall unless the consumer
+ * has armed its wakeup (then one eventfd write per sleep).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include "internal.h"
+
+static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int core)
+{
+	if (unlikely(!p || core >= p->ncores))
+		return NULL;
+	return &p->streams[core];
+}
+
+/* Re-read what the consumer published, clamped to what is possible: a
+ * consumer that writes nonsense only makes the producer see a full ring. */
+static void stream_refresh_cons(struct evs_stream *s)
+{
+	/* pairs with smp_store_release(&cons->cons_pos) in evs_consumer__release():
+	 * the consumer is done reading everything below cons_pos */
+	uint64_t c = smp_load_acquire(&s->cons->cons_pos);
+	/* relaxed: a count, clamped below; stale is only more conservative */
+	uint64_t r = READ_ONCE(&s->cons->released);
+
+	if (c - s->cons_cache <= s->prod_pos - s->cons_cache)
+		s->cons_cache = c;
+	if (r - s->released_cache <= s->committed - s->released_cache)
+		s->released_cache = r;
+}
+
+static bool stream_has_room(const struct evs_stream *s, uint64_t len)
+{
+	return s->prod_pos + len - s->cons_cache <= s->cap &&
+	       s->committed - s->released_cache < s->max_events;
+}
+
+static void *stream_reserve(struct evs_stream *s, uint32_t type, uint64_t size, int *err)
+{
+	uint64_t len;
+
+	if (unlikely(s->resv_len)) {
+		*err = -EBUSY;
+		return NULL;
+	}
+	/* pairs with smp_store_release(&s->active) in evs_stream_activate():
+	 * the consumer's wait word is initialised before we see active */
+	if (unlikely(!smp_load_acquire(&s->active))) {
+		evs_stream_drop(s, size, EVS_DROP_NO_CONSUMER);
+		*err = -ENOTCONN;
+		return NULL;
+	}
+	if (unlikely(size > s->cap - EVS_RECORD_HDR)) {
+		evs_stream_drop(s, size, EVS_DROP_TOO_BIG);
+		*err = -EMSGSIZE;
+		return NULL;
+	}
+	len = evs_record_len(size);
+	if (unlikely(!stream_has_room(s, len))) {
+		stream_refresh_cons(s);
+		if (!stream_has_room(s, len)) {
+			evs_stream_drop(s, size, EVS_DROP_RING_FULL);
+			*err = -ENOBUFS;
+			return NULL;
+		}
+	}
+	if (unlikely(s->burst_events))
+		evs_stream_drop_burst_end(s);
+	s->resv_len = len;
+	s->resv_size = size;
+	s->resv_type = type;
+	return s->data + s->prod_off + EVS_RECORD_HDR;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The consumer said it will sleep: take its wait word and wake it once. */
+static void stream_wake_slow(struct evs_stream *s)
+{
+	if (xchg(&s->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED)
+		return;
+	/* nonblocking eventfd: the counter cannot reach its limit with one
+	 * write per sleep, so this never waits */
+	if (eventfd_write(s->efd, 1) == 0) {
+		s->wakeups++;
+		WRITE_ONCE(&s->prod->wakeups, s->wakeups);
+	}
+}
+
+static void stream_commit(struct evs_stream *s)
+{
+	struct evs_event_header *h = (struct evs_event_header *)(s->data + s->prod_off);
+
+	h->data_size = s->resv_size;
+	h->type = s->resv_type;
+	h->flags = 0;
+	h->seq = s->produced;
+	h->timestamp_ns = s->timestamps ? now_ns() : 0;
+
+	s->produced++;
+	s->committed++;
+	s->prod_pos += s->resv_len;
+	s->prod_off += s->resv_len;
+	if (s->prod_off >= s->cap)
+		s->prod_off -= s->cap;
+	s->resv_len = 0;
+
+	/* relaxed: stats counters, not used to find data */
+	WRITE_ONCE(&s->prod->committed, s->committed);
+	WRITE_ONCE(&s->prod->produced, s->produced);
+	/* pairs with smp_load_acquire(&prod->prod_pos) in evs_consumer__peek():
+	 * the record is complete before its end is visible */
+	smp_store_release(&s->prod->prod_pos, s->prod_pos);
+	/* pairs with smp_mb() in evs_consumer__prepare_wait(): either the
+	 * consumer sees prod_pos above, or we see its ARMED below */
+	smp_mb();
+	/* relaxed: the fence above orders it; the xchg in the slow path decides */
+	if (unlikely(READ_ONCE(&s->cons->wait) == EVS_WAIT_ARMED))
+		stream_wake_slow(s);
+}
+
+EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, uint32_t type,
+				    size_t size)
+{
+	struct evs_stream *s = stream_of(p, core);
+	void *data;
+	int err;
+
+	if (!s) {
+		errno = EINVAL;
+		return NULL;
+	}
+	data = stream_reserve(s, type, size, &err);
+	if (!data)
+		errno = -err;
+	return data;
+}
+
+EVS_API int evs_producer__commit(struct evs_producer *p, unsigned int core)
+{
+	struct evs_stream *s = stream_of(p, core);
+
+	if (!s || !s->resv_len)
+		return -EINVAL;
+	stream_commit(s);
+	return 0;
+}
+
+EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core)
+{
+	struct evs_stream *s = stream_of(p, core);
+
+	if (!s || !s->resv_len)
+		return -EINVAL;
+	/* nothing was published: forgetting the length frees the space */
+	s->resv_len = 0;
+	return 0;
+}
+
+EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32_t type,
+			       const void *data, size_t size)
+{
+	struct evs_stream *s = stream_of(p, core);
+	void *dst;
+	int err;
+
+	if (!s || (!data && size))
+		return -EINVAL;
+	dst = stream_reserve(s, type, size, &err);
+	if (!dst)
+		return err;
+	memcpy(dst, data, size);
+	stream_commit(s);
+	return 0;
+}
+
+EVS_API int evs_producer__flush(struct evs_producer *p, unsigned int core)
+{
+	struct evs_stream *s = stream_of(p, core);
+
+	if (!s)
+		return -EINVAL;
+	evs_stream_drop_flush(s);
+	return 0;
+}
+
+EVS_API unsigned int evs_producer__ncores(const struct evs_producer *p)
+{
+	return p ? p->ncores : 0;
+}
+
+static void fill_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
+				struct evs_stream_stats *st)
+{
+	uint64_t dropped = 0;
+
+	st->produced = READ_ONCE(&prod->produced);
+	st->committed = READ_ONCE(&prod->committed);
+	for (int i = 0; i < EVS_DROP_CAUSE_COUNT; i++) {
+		st->dropped_events[i] = READ_ONCE(&prod->dropped_events[i]);
+		st->dropped_bytes[i] = READ_ONCE(&prod->dropped_bytes[i]);
+		dropped += st->dropped_events[i];
+	}
+	st->dropped = dropped;
+	st->released = READ_ONCE(&cons->released);
+	st->wakeups = READ_ONCE(&prod->wakeups);
+	st->ring_bytes = prod->ring_bytes;
+	st->max_events = prod->max_events;
+	st->page_size = prod->page_size;
+	st->hugepages = !!(prod->flags & EVS_SHM_F_HUGETLB);
+	st->core = prod->core;
+	st->producer_closed = !!(READ_ONCE(&prod->state) & EVS_STATE_CLOSED);
+}
+
+/* Stats are read from the shared page so any thread may call this. */
+EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
+				struct evs_stream_stats *st)
+{
+	const struct evs_stream *s = stream_of(p, core);
+	size_t sz;
+
+	if (!s || !st || st->sz < offsetof(struct evs_stream_stats, core) + sizeof(st->core))
+		return -EINVAL;
+	sz = st->sz;
+	memset(st, 0, sz);
+	st->sz = sz;
+	fill_stats_from_shm(s->prod, s->cons, st);
+	st->connected = (uint32_t)READ_ONCE(&s->active);
+	return 0;
+}
+
+EVS_HIDDEN void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
+				   struct evs_stream_stats *st);
+void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
+			struct evs_stream_stats *st)
+{
+	fill_stats_from_shm(prod, cons, st);
+}

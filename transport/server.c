@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The producer's socket server: one thread that accepts consumers of other
+ * processes, checks their credentials, hands them the stream's memfds and
+ * eventfd with SCM_RIGHTS, and notices when they hang up. It never touches
+ * the rings' hot fields; the producer threads never wait for it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "internal.h"
+
+#define HANDSHAKE_TIMEOUT_MS 1000
+
+struct evs_server {
+	struct evs_producer *p;
+	int lfd;
+	int stop_efd;
+	pthread_t thread;
+	uid_t uid;
+	bool allow_group;
+	gid_t gid;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+static int make_runtime_dir(const char *dir, bool group, gid_t gid)
+{
+	struct stat st;
+
+	if (mkdir(dir, group ? 0750 : 0700) < 0 && errno != EEXIST)
+		return evs_fail(errno, "cannot create runtime directory '%s': %s", dir, strerror(errno));
+	if (stat(dir, &st) < 0)
+		return evs_fail(errno, "runtime directory '%s': %s", dir, strerror(errno));
+	/* someone else's directory could hold a socket in our name */
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0002))
+		return evs_fail(EPERM, "runtime directory '%s' must be a directory owned by uid %u "
+				"and not writable by others", dir, (unsigned)geteuid());
+	if (group && chown(dir, (uid_t)-1, gid) == 0)
+		chmod(dir, 0750);
+	return 0;
+}
+
+/* A socket file left by a producer that died: remove it if nobody answers. */
+static int claim_socket_path(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, alive;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	if (alive)
+		return -EADDRINUSE;
+	unlink(path);
+	return 0;
+}
+
+static int send_welcome(int fd, const struct evs_welcome *w, const int *fds, int nfds)
+{
+	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	struct iovec iov = { .iov_base = (void *)w, .iov_len = sizeof(*w) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (nfds) {
+		memset(cbuf, 0, sizeof(cbuf));
+		msg.msg_control = cbuf;
+		msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(*w))
+		return -errno ? -errno : -EIO;
+	return 0;
+}
+
+static bool peer_allowed(const struct evs_server *srv, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == srv->uid || (srv->allow_group && cred.gid == srv->gid);
+}
+
+/* Reads the hello with a deadline so that a silent client cannot hold the
+ * server; answers it; on success the stream is live for that client. */
+static void serve_client(struct evs_server *srv, int fd)
+{
+	struct evs_producer *p = srv->p;
+	struct evs_welcome w = { .magic = EVS_WELCOME_MAGIC, .ncores = p->ncores };
+	struct evs_hello h;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct evs_stream *s;
+	ssize_t n;
+
+	if (!peer_allowed(srv, fd)) {
+		w.status = -EACCES;
+		goto refuse;
+	}
+	if (poll(&pfd, 1, HANDSHAKE_TIMEOUT_MS) != 1)
+		goto drop;
+	n = recv(fd, &h, sizeof(h), MSG_DONTWAIT);
+	if (n != (ssize_t)sizeof(h) || h.magic != EVS_HELLO_MAGIC) {
+		w.status = -EPROTO;
+		goto refuse;
+	}
+	if (h.abi_major != EVS_ABI_MAJOR) {
+		w.status = -EPROTONOSUPPORT;
+		goto refuse;
+	}
+	if (h.core >= p->ncores) {
+		w.status = -EINVAL;
+		goto refuse;
+	}
+	s = &p->streams[h.core];
+	if (evs_stream_claim(s)) {
+		w.status = -EBUSY;
+		goto refuse;
+	}
+	evs_stream_activate(s);
+	w.core = h.core;
+	w.ring_bytes = s->backing.ring_bytes;
+	w.max_events = p->cfg.max_events;
+	w.page_size = s->backing.page_size;
+	w.flags = s->backing.hugetlb ? EVS_SHM_F_HUGETLB : 0;
+	{
+		int fds[3] = { s->backing.ctl_fd, s->backing.data_ro_fd, s->efd };
+
+		if (send_welcome(fd, &w, fds, 3)) {
+			evs_stream_release_claim(s);
+			goto drop;
+		}
+	}
+	s->conn_fd = fd;
+	return;
+refuse:
+	send_welcome(fd, &w, NULL, 0);
+drop:
+	close(fd);
+}
+
+/* Anything readable on a consumer's socket means it left (EOF) or broke
+ * the protocol (it sends nothing after its hello): both end the session. */
+static void consumer_left(struct evs_stream *s)
+{
+	evs_stream_release_claim(s);
+	close(s->conn_fd);
+	s->conn_fd = -1;
+}
+
+static void *server_main(void *arg)
+{
+	struct evs_server *srv = arg;
+	struct evs_producer *p = srv->p;
+	struct pollfd *pfd;
+	unsigned int *core_of;
+
+	pfd = calloc(p->ncores + 2, sizeof(*pfd));
+	core_of = calloc(p->ncores + 2, sizeof(*core_of));
+	if (!pfd || !core_of)
+		goto out;
+	for (;;) {
+		nfds_t n = 2;
+
+		pfd[0] = (struct pollfd){ .fd = srv->stop_efd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = srv->lfd, .events = POLLIN };
+		for (unsigned int i = 0; i < p->ncores; i++) {
+			if (p->streams[i].conn_fd < 0)
+				continue;
+			pfd[n] = (struct pollfd){ .fd = p->streams[i].conn_fd, .events = POLLIN };
+			core_of[n++] = i;
+		}
+		if (poll(pfd, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[0].revents)
+			break;
+		for (nfds_t i = 2; i < n; i++)
+			if (pfd[i].revents)
+				consumer_left(&p->streams[core_of[i]]);
+		if (pfd[1].revents & POLLIN) {
+			int fd = accept4(srv->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (fd >= 0)
+				serve_client(srv, fd);
+		}
+	}
+out:
+	free(pfd);
+	free(core_of);
+	return NULL;
+}
+
+int evs_server_start(struct evs_producer *p, const struct evs_producer_opts *opts)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)];
+	struct evs_server *srv;
+	int err;
+
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	srv->p = p;
+	srv->lfd = srv->stop_efd = -1;
+	srv->uid = geteuid();
+	srv->allow_group = OPTS_GET(opts, allow_group, 0);
+	srv->gid = OPTS_GET(opts, allow_gid, 0);
+
+	err = evs_runtime_dir(OPTS_GET(opts, runtime_dir, NULL), dir, sizeof(dir));
+	if (err)
+		goto err_free;
+	err = make_runtime_dir(dir, srv->allow_group, srv->gid);
+	if (err)
+		goto err_free;
+	err = evs_socket_path(dir, p->name, srv->path, sizeof(srv->path));
+	if (err)
+		goto err_free;
+	if (claim_socket_path(srv->path)) {
+		err = evs_fail(EADDRINUSE, "a producer named '%s' is already running (socket %s)",
+			       p->name, srv->path);
+		goto err_free;
+	}
+	srv->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (srv->lfd < 0) {
+		err = -errno;
+		goto err_free;
+	}
+	memcpy(sa.sun_path, srv->path, sizeof(sa.sun_path));
+	if (bind(srv->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chmod(srv->path, srv->allow_group ? 0660 : 0600) < 0 ||
+	    (srv->allow_group && chown(srv->path, (uid_t)-1, srv->gid) < 0) ||
+	    listen(srv->lfd, 16) < 0) {
+		err = evs_fail(errno, "socket %s: %s", srv->path, strerror(errno));
+		goto err_unlink;
+	}
+	srv->stop_efd = eventfd(0, EFD_CLOEXEC);
+	if (srv->stop_efd < 0) {
+		err = -errno;
+		goto err_unlink;
+	}
+	p->server = srv;
+	err = pthread_create(&srv->thread, NULL, server_main, srv);
+	if (err) {
+		p->server = NULL;
+		err = -err;
+		goto err_unlink;
+	}
+	return 0;
+
+err_unlink:
+	unlink(srv->path);
+err_free:
+	if (srv->lfd >= 0)
+		close(srv->lfd);
+	if (srv->stop_efd >= 0)
+		close(srv->stop_efd);
+	free(srv);
+	return err;
+}
+
+void evs_server_stop(struct evs_producer *p)
+{
+	struct evs_server *srv = p->server;
+
+	eventfd_write(srv->stop_efd, 1);
+	pthread_join(srv->thread, NULL);
+	unlink(srv->path);
+	close(srv->lfd);
+	close(srv->stop_efd);
+	free(srv);
+	p->server = NULL;
+}
