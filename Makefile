@@ -32,7 +32,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 
 # Programs link against the shared library in $(BUILD) (found via rpath), so
 # that probes and tools see the same libevstream.so a user would install.
-PROG_LDFLAGS := -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD))
+PROG_LDFLAGS := $(LDFLAGS) -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD))
 PROG_LDLIBS  := -levstream -lpthread
 
 # Filled in by fragments.
@@ -50,7 +50,7 @@ $(BUILD)/transport/%.o: transport/%.c
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
 $(LIB_SO): $(LIB_OBJS) transport/libevstream.map
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=transport/libevstream.map \
+	$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=transport/libevstream.map \
 		-Wl,-z,defs -o $@ $(LIB_OBJS) $(LDFLAGS) $(LDLIBS_LIB)
 
 $(BUILD)/$(SONAME): $(LIB_SO)
