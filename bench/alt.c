@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The alternatives: a pipe and a Unix stream socket carrying the same events
+ * (64-byte header + payload, one writev() per event, as a producer that
+ * emits events one at a time would). The reader is generous to them: it
+ * reads as much as is there into a large buffer and counts whole events.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "bench.h"
+
+struct alt {
+	int wfd, rfd;
+	size_t size;
+	const uint8_t *src;
+	struct run run;
+};
+
+static void *alt_writer(void *arg)
+{
+	struct alt *a = arg;
+	uint8_t hdr[64] = { 0 };
+	struct iovec iov[2] = { { hdr, 64 }, { (void *)a->src, a->size } };
+	uint64_t n = 0;
+
+	for (;;) {
+		size_t left = 64 + a->size, done = 0;
+
+		memcpy(hdr, &a->size, sizeof(a->size));
+		memcpy(hdr + 16, &n, sizeof(n));
+		while (done < left) {
+			struct iovec v[2];
+			int cnt = 0;
+
+			/* resume a partial write where it stopped */
+			for (int i = 0, skip = (int)done; i < 2; i++) {
+				size_t l = iov[i].iov_len;
+
+				if ((size_t)skip >= l) {
+					skip -= (int)l;
+					continue;
+				}
+				v[cnt].iov_base = (uint8_t *)iov[i].iov_base + skip;
+				v[cnt].iov_len = l - (size_t)skip;
+				skip = 0;
+				cnt++;
+			}
+			ssize_t w = writev(a->wfd, v, cnt);
+
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				warn("alternative writer: %s", strerror(errno));
+				goto out;
+			}
+			done += (size_t)w;
+		}
+		n++;
+		if ((n & 15) == 0 && run_tick(&a->run))
+			break;
+	}
+out:
+	run_finish(&a->run, n);
+	close(a->wfd);
+	return NULL;
+}
+
+static void *alt_reader(void *arg)
+{
+	struct alt *a = arg;
+	size_t cap = 1 << 20;
+	uint8_t *buf = malloc(cap);
+	uint64_t bytes = 0, rec = 64 + a->size;
+
+	for (;;) {
+		ssize_t r = read(a->rfd, buf, cap);
+
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		bytes += (uint64_t)r;
+		run_mark(&a->run, bytes / rec);
+	}
+	run_mark(&a->run, bytes / rec);
+	close(a->rfd);
+	free(buf);
+	return NULL;
+}
+
+static struct tput alt_one(bool sock, size_t size, const uint8_t *src)
+{
+	struct alt a = { .size = size, .src = src };
+	struct tput t = { 0 };
+	int fds[2];
+
+	if (sock) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
+			return t;
+		a.rfd = fds[0];
+		a.wfd = fds[1];
+	} else {
+		if (pipe2(fds, O_CLOEXEC) < 0)
+			return t;
+		/* the largest pipe an unprivileged user gets by default */
+		fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
+		a.rfd = fds[0];
+		a.wfd = fds[1];
+	}
+	run_start(&a.run, bopt.secs / 4, bopt.secs);
+	bench_pair(alt_writer, &a, alt_reader, &a);
+	t.ev_s = run_rate(&a.run);
+	t.gb_s = t.ev_s * (double)size / 1e9;
+	t.ok = t.ev_s > 0;
+	return t;
+}
+
+void alternatives_run(void)
+{
+	uint8_t *src = malloc(4 << 20);
+
+	memset(src, 0x3c, 4 << 20);
+	say("\n== alternatives: the same events through a pipe and a Unix socket\n");
+	say("%10s %14s %10s %14s %10s\n", "payload", "pipe ev/s", "GB/s", "socket ev/s", "GB/s");
+	rep_section("alternatives");
+	for (int i = 0; i < NPAYLOADS; i++) {
+		lim.pipe[i] = alt_one(false, bench_payloads[i], src);
+		lim.sock[i] = alt_one(true, bench_payloads[i], src);
+		say("%10zu %14.0f %10.3f %14.0f %10.3f\n", bench_payloads[i], lim.pipe[i].ev_s,
+		    lim.pipe[i].gb_s, lim.sock[i].ev_s, lim.sock[i].gb_s);
+		for (int s = 0; s < 2; s++) {
+			struct tput *t = s ? &lim.sock[i] : &lim.pipe[i];
+
+			rep_obj_begin();
+			rep_str("name", s ? "unix_socket" : "pipe");
+			rep_int("payload", bench_payloads[i]);
+			rep_num("events_s", t->ev_s);
+			rep_num("gb_s", t->gb_s);
+			rep_obj_end();
+		}
+	}
+	rep_section_end();
+	free(src);
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared pieces of evs-bench: clock, pinning, histograms, results. */
+#ifndef EVS_BENCH_H
+#define EVS_BENCH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define BENCH_CPU_PRODUCER 0
+#define BENCH_CPU_CONSUMER 1
+#define NPAYLOADS 6
+
+extern const size_t bench_payloads[NPAYLOADS];
+
+/* Every timestamp in the benchmark, like the producer's header timestamp:
+ * CLOCK_MONOTONIC through the vDSO. */
+static inline uint64_t bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Pin the calling thread to one CPU; 0 or -errno. */
+int bench_pin(int cpu);
+/* Run a(arg_a) on the producer CPU and b(arg_b) on the consumer CPU, each
+ * in its own pinned thread, and wait for both. */
+void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b);
+/* Busy-wait until bench_now() >= t. */
+void bench_spin_until(uint64_t t);
+
+/*
+ * Log-linear histogram of nanosecond values: exact below 2^HIST_SUB, then
+ * 2^HIST_SUB linear buckets per power of two, so a reported percentile is
+ * within 1/2^(HIST_SUB+1) (1.6%) of the true sample. Fixed size, whatever
+ * the number of samples.
+ */
+#define HIST_SUB 5
+#define HIST_BUCKETS ((64 - HIST_SUB + 1) << HIST_SUB)
+struct hist {
+	uint64_t count;
+	uint64_t min, max;
+	double sum;
+	uint64_t b[HIST_BUCKETS];
+};
+void hist_init(struct hist *h);
+void hist_add(struct hist *h, uint64_t v);
+/* The value below which a fraction q of the samples lie (bucket middle). */
+double hist_pct(const struct hist *h, double q);
+
+/* Options shared by all parts. */
+struct bench_opts {
+	bool quick;
+	bool json;
+	double secs;           /* measured time per throughput point */
+	uint64_t ring_bytes;
+	const char *drops_json; /* output of evs-bench-drops --json to fold in */
+	const char *plot_dir;   /* write gnuplot data files here */
+	const char *only;       /* run only this part */
+	const char *variant;    /* throughput: only variants containing this */
+	long payload;           /* throughput: only this payload size, -1 all */
+};
+extern struct bench_opts bopt;
+
+/* Figures measured in this run, referred to by the ratios. */
+struct tput {
+	double ev_s, gb_s;
+	bool ok;
+};
+struct lat {
+	double p50, p90, p99, p999, max, mean;
+	uint64_t n;
+	bool ok;
+};
+void lat_from_hist(struct lat *l, const struct hist *h);
+
+struct limits {
+	struct tput memcpy_bw[NPAYLOADS];  /* payload-sized copies over a ring-sized area */
+	double memcpy_hot_gb_s;            /* 1 MiB copies within cache */
+	double clock_ns;                   /* cost of one bench_now() */
+	struct lat line_oneway;            /* cross-core cache line, half a round trip */
+	struct lat efd_wake;               /* eventfd write -> blocked read returns */
+	struct lat efd_wake_poll;          /* eventfd write -> poll() returns */
+	struct tput pipe[NPAYLOADS], sock[NPAYLOADS];
+};
+extern struct limits lim;
+
+/* Results kept for the targets summary. */
+const struct tput *tput_find(const char *variant, size_t payload);
+const struct lat *lat_find(const char *name);
+double drops_bpf_ns(void); /* ns per drop with the eBPF program, NAN if unknown */
+
+void limits_run(void);
+void alternatives_run(void);
+void tput_run(void);
+void latency_run(void);
+void drops_run(void);
+void drops_bpf_fold(void);
+
+/* Report: human lines on stdout, or one JSON document with --json. */
+void rep_section(const char *name);           /* starts a JSON array */
+void rep_section_end(void);
+void rep_obj_begin(void);
+void rep_obj_end(void);
+void rep_str(const char *k, const char *v);
+void rep_num(const char *k, double v);
+void rep_int(const char *k, uint64_t v);
+void rep_raw(const char *k, const char *json);
+void rep_lat(const char *k, const struct lat *l);
+/* Human-readable line (suppressed with --json, which goes to stdout). */
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Loud warning, always on stderr. */
+void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+double ratio(double a, double b);
+
+/*
+ * A timed run between a producer and a consumer thread: the producer ticks
+ * the phase (0 warm-up, 1 measuring, 2 stop) by its clock, the consumer
+ * notes its received count and time at each phase change it sees. The rate
+ * is what the consumer received while measuring.
+ */
+struct run {
+	_Atomic int phase __attribute__((aligned(128)));
+	_Atomic uint64_t sent_total __attribute__((aligned(128)));
+	_Atomic int done;
+	uint64_t t_warm, t_stop;           /* producer side */
+	int seen;                          /* consumer side */
+	uint64_t c1, c2, t1, t2;
+};
+
+static inline void run_start(struct run *r, double warm_s, double secs)
+{
+	uint64_t t = bench_now();
+
+	r->t_warm = t + (uint64_t)(warm_s * 1e9);
+	r->t_stop = r->t_warm + (uint64_t)(secs * 1e9);
+}
+
+/* Producer: returns true when it must stop. */
+static inline bool run_tick(struct run *r)
+{
+	uint64_t t = bench_now();
+
+	if (t >= r->t_stop) {
+		atomic_store_explicit(&r->phase, 2, memory_order_relaxed);
+		return true;
+	}
+	if (t >= r->t_warm && atomic_load_explicit(&r->phase, memory_order_relaxed) == 0)
+		atomic_store_explicit(&r->phase, 1, memory_order_relaxed);
+	return false;
+}
+
+static inline void run_finish(struct run *r, uint64_t sent)
+{
+	atomic_store_explicit(&r->sent_total, sent, memory_order_relaxed);
+	atomic_store_explicit(&r->done, 1, memory_order_release);
+}
+
+/* Consumer: after each received event (or batch), with the running count. */
+static inline void run_mark(struct run *r, uint64_t count)
+{
+	int ph = atomic_load_explicit(&r->phase, memory_order_relaxed);
+
+	if (__builtin_expect(ph != r->seen, 0)) {
+		if (r->seen == 0) {
+			r->c1 = count;
+			r->t1 = bench_now();
+		}
+		if (ph == 2) {
+			r->c2 = count;
+			r->t2 = bench_now();
+		}
+		r->seen = ph;
+	}
+}
+
+static inline double run_rate(const struct run *r)
+{
+	if (r->t2 <= r->t1 || r->c2 <= r->c1)
+		return 0;
+	return (double)(r->c2 - r->c1) / ((double)(r->t2 - r->t1) / 1e9);
+}
+
+#endif

@@ -1,0 +1,40 @@
+# evs-bench: throughput and latency next to the limits and alternatives.
+# `make bench` runs it (bounded: about a minute with the default --quick),
+# folds in evs-bench-drops when that exists, and draws the plots.
+BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
+              bench/tput.c bench/lat.c bench/drop_rate.c
+BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o)
+BENCH_BIN  := $(BUILD)/evs-bench
+BENCH_OUT  ?= $(BUILD)/bench
+BENCH_ARGS ?= --quick
+# Throughput rings are 64 MiB; huge-page variants need 32 pages of their own.
+BENCH_HUGEPAGES ?= 96
+PROGRAMS   += $(BENCH_BIN)
+
+$(BUILD)/bench/%.o: bench/%.c bench/bench.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BENCH_BIN): $(BENCH_OBJS) $(BUILD)/libevstream.so
+	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJS) $(PROG_LDFLAGS) $(PROG_LDLIBS) -lm
+
+.PHONY: bench bench-build
+bench-build: lib $(BENCH_BIN) $(if $(wildcard bench/drop_cost.c),$(BUILD)/evs-bench-drops)
+
+bench: deps check-env
+	@EVS_WANT_HUGEPAGES=$(BENCH_HUGEPAGES) bash scripts/hugepages.sh
+	@$(MAKE) --no-print-directory bench-build
+	@mkdir -p $(BENCH_OUT)
+	@rm -f $(BENCH_OUT)/drops.json
+	@if [ -x $(BUILD)/evs-bench-drops ]; then \
+		$(BUILD)/evs-bench-drops --json > $(BENCH_OUT)/drops.json; rc=$$?; \
+		if [ $$rc -ne 0 ]; then rm -f $(BENCH_OUT)/drops.json; \
+			echo "bench: evs-bench-drops exited $$rc (77: eBPF unusable here): no eBPF drop figure" >&2; fi; \
+	else echo "bench: $(BUILD)/evs-bench-drops not built: no eBPF drop figure" >&2; fi
+	$(BENCH_BIN) $(BENCH_ARGS) --json --plot-dir $(BENCH_OUT) \
+		$$([ -s $(BENCH_OUT)/drops.json ] && echo --drops-json $(BENCH_OUT)/drops.json) \
+		> $(BENCH_OUT)/results.json
+	gnuplot -e "dir='$(BENCH_OUT)'" bench/plot.gp
+	@echo "bench: $(BENCH_OUT)/results.json, $(BENCH_OUT)/throughput.svg, $(BENCH_OUT)/latency.svg"
+
+-include $(BENCH_OBJS:.o=.d)

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/* Pinning, thread pairs, histograms and the report writer of evs-bench. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+const size_t bench_payloads[NPAYLOADS] = { 0, 64, 1024, 64 << 10, 1 << 20, 4 << 20 };
+struct bench_opts bopt;
+struct limits lim;
+
+int bench_pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		return -errno;
+	return 0;
+}
+
+struct pinned {
+	void *(*fn)(void *);
+	void *arg;
+	int cpu;
+};
+
+static void *pinned_main(void *arg)
+{
+	struct pinned *p = arg;
+	int err = bench_pin(p->cpu);
+
+	if (err)
+		warn("cannot pin a thread to CPU %d: %s (numbers are not comparable)",
+		     p->cpu, strerror(-err));
+	return p->fn(p->arg);
+}
+
+void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b)
+{
+	struct pinned pa = { a, arg_a, BENCH_CPU_PRODUCER }, pb = { b, arg_b, BENCH_CPU_CONSUMER };
+	pthread_t ta, tb;
+
+	if (pthread_create(&tb, NULL, pinned_main, &pb) || pthread_create(&ta, NULL, pinned_main, &pa)) {
+		warn("pthread_create failed");
+		exit(1);
+	}
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+}
+
+void bench_spin_until(uint64_t t)
+{
+	while (bench_now() < t)
+		cpu_relax();
+}
+
+/* ------------------------------------------------------------ histogram */
+
+void hist_init(struct hist *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->min = UINT64_MAX;
+}
+
+static unsigned int hist_index(uint64_t v)
+{
+	unsigned int msb, shift;
+
+	if (v < (1u << HIST_SUB))
+		return (unsigned int)v;
+	msb = 63 - (unsigned int)__builtin_clzll(v);
+	shift = msb - HIST_SUB;
+	return ((shift + 1) << HIST_SUB) + (unsigned int)((v >> shift) - (1u << HIST_SUB));
+}
+
+static double hist_mid(unsigned int idx)
+{
+	unsigned int shift, sub;
+
+	if (idx < (1u << HIST_SUB))
+		return idx;
+	shift = (idx >> HIST_SUB) - 1;
+	sub = idx & ((1u << HIST_SUB) - 1);
+	return ldexp((double)((1u << HIST_SUB) + sub), (int)shift) + (ldexp(1.0, (int)shift) - 1) / 2;
+}
+
+void hist_add(struct hist *h, uint64_t v)
+{
+	h->b[hist_index(v)]++;
+	h->count++;
+	h->sum += (double)v;
+	if (v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+}
+
+double hist_pct(const struct hist *h, double q)
+{
+	uint64_t want, seen = 0;
+
+	if (!h->count)
+		return NAN;
+	want = (uint64_t)ceil(q * (double)h->count);
+	if (want < 1)
+		want = 1;
+	for (unsigned int i = 0; i < HIST_BUCKETS; i++) {
+		seen += h->b[i];
+		if (seen >= want) {
+			double m = hist_mid(i);
+
+			/* the bucket cannot hold values outside what was seen */
+			return m < (double)h->min ? (double)h->min : m > (double)h->max ? (double)h->max : m;
+		}
+	}
+	return (double)h->max;
+}
+
+void lat_from_hist(struct lat *l, const struct hist *h)
+{
+	l->n = h->count;
+	l->ok = h->count > 0;
+	l->p50 = hist_pct(h, 0.50);
+	l->p90 = hist_pct(h, 0.90);
+	l->p99 = hist_pct(h, 0.99);
+	l->p999 = hist_pct(h, 0.999);
+	l->max = h->count ? (double)h->max : NAN;
+	l->mean = h->count ? h->sum / (double)h->count : NAN;
+}
+
+double ratio(double a, double b)
+{
+	if (!(b > 0) || isnan(a))
+		return NAN;
+	return a / b;
+}
+
+/* ------------------------------------------------------------ report */
+
+static char *js;
+static size_t js_len, js_cap;
+static bool js_first = true;
+
+static void js_put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void js_put(const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(js + js_len, js_cap - js_len, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < js_cap - js_len)
+			break;
+		js_cap = js_cap ? js_cap * 2 : 1 << 16;
+		js = realloc(js, js_cap);
+		if (!js)
+			abort();
+	}
+	js_len += (size_t)n;
+}
+
+static void js_sep(void)
+{
+	if (!js_first)
+		js_put(",");
+	js_put("\n");
+	js_first = false;
+}
+
+static void js_key(const char *k)
+{
+	js_sep();
+	js_put("\"%s\": ", k);
+}
+
+void rep_section(const char *name)
+{
+	js_key(name);
+	js_put("[");
+	js_first = true;
+}
+
+void rep_section_end(void)
+{
+	js_put("]");
+	js_first = false;
+}
+
+void rep_obj_begin(void)
+{
+	js_sep();
+	js_put("{");
+	js_first = true;
+}
+
+void rep_obj_end(void)
+{
+	js_put("}");
+	js_first = false;
+}
+
+void rep_str(const char *k, const char *v)
+{
+	js_key(k);
+	js_put("\"");
+	for (const char *c = v; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			js_put("\\%c", *c);
+		else if ((unsigned char)*c < 0x20)
+			js_put(" ");
+		else
+			js_put("%c", *c);
+	}
+	js_put("\"");
+}
+
+void rep_num(const char *k, double v)
+{
+	js_key(k);
+	if (isnan(v) || isinf(v))
+		js_put("null");
+	else
+		js_put("%.6g", v);
+}
+
+void rep_int(const char *k, uint64_t v)
+{
+	js_key(k);
+	js_put("%llu", (unsigned long long)v);
+}
+
+void rep_raw(const char *k, const char *json)
+{
+	js_key(k);
+	js_put("%s", json);
+}
+
+void rep_lat(const char *k, const struct lat *l)
+{
+	js_key(k);
+	js_put("{");
+	js_first = true;
+	rep_int("samples", l->n);
+	rep_num("p50_ns", l->p50);
+	rep_num("p90_ns", l->p90);
+	rep_num("p99_ns", l->p99);
+	rep_num("p999_ns", l->p999);
+	rep_num("max_ns", l->max);
+	rep_num("mean_ns", l->mean);
+	rep_obj_end();
+}
+
+void rep_begin(void);
+void rep_begin(void)
+{
+	js_put("{");
+	js_first = true;
+}
+
+void rep_finish(void);
+void rep_finish(void)
+{
+	js_put("\n}\n");
+	if (bopt.json)
+		fwrite(js, 1, js_len, stdout);
+	free(js);
+}
+
+void say(const char *fmt, ...)
+{
+	va_list ap;
+	FILE *f = bopt.json ? stderr : stdout;
+
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fflush(f);
+}
+
+void warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "evs-bench: WARNING: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+}

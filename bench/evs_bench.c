@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * evs-bench: evstream's throughput and latency next to the physical limits
+ * (memcpy, a cache line between two cores, an eventfd wakeup) and the
+ * alternatives (a pipe, a Unix socket), all measured in the same run with
+ * the producer pinned to CPU 0 and the consumer to CPU 1. Every evstream
+ * figure is printed as a ratio, because on a shared machine only ratios
+ * taken side by side mean something.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/utsname.h>
+
+#include "bench.h"
+#include "evstream/evstream.h"
+
+void rep_begin(void);
+void rep_finish(void);
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: evs-bench [--quick] [--json] [--secs S] [--ring-mb N] [--plot-dir DIR]\n"
+		"                 [--drops-json FILE] [--only limits|alt|tput|lat|drops]\n"
+		"                 [--variant SUBSTR] [--payload BYTES]\n"
+		"  --quick        shorter runs (the `make bench` default: about a minute)\n"
+		"  --json         one JSON document on stdout; the human table goes to stderr\n"
+		"  --secs S       measured seconds per throughput point (default 0.5, quick 0.15)\n"
+		"  --ring-mb N    ring size of the throughput runs (default 64)\n"
+		"  --plot-dir DIR write throughput.dat and latency.dat for bench/plot.gp\n"
+		"  --drops-json F fold the output of evs-bench-drops --json into the report\n");
+}
+
+static void read_line_of(const char *path, const char *key, char *out, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+
+	snprintf(out, len, "unknown");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (key && strncmp(line, key, strlen(key)))
+			continue;
+		char *v = key ? strchr(line, ':') : line;
+
+		if (!v)
+			continue;
+		v += key ? 1 : 0;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		v[strcspn(v, "\n")] = 0;
+		snprintf(out, len, "%s", v);
+		break;
+	}
+	fclose(f);
+}
+
+static void machine(void)
+{
+	char cpu[256], cs[64], hp[64], load[128];
+	struct utsname u;
+
+	read_line_of("/proc/cpuinfo", "model name", cpu, sizeof(cpu));
+	read_line_of("/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL, cs, sizeof(cs));
+	read_line_of("/proc/meminfo", "HugePages_Free", hp, sizeof(hp));
+	read_line_of("/proc/loadavg", NULL, load, sizeof(load));
+	uname(&u);
+	say("evs-bench: %s, %ld CPUs, Linux %s (%s), clocksource %s, huge pages free %s, load %s\n",
+	    cpu, sysconf(_SC_NPROCESSORS_ONLN), u.release, u.machine, cs, hp, load);
+	say("producer on CPU %d, consumer on CPU %d; timestamps CLOCK_MONOTONIC (vDSO)%s\n",
+	    BENCH_CPU_PRODUCER, BENCH_CPU_CONSUMER, bopt.quick ? "; --quick" : "");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		warn("fewer than 2 CPUs: producer and consumer share one; figures are not comparable");
+	rep_raw("schema", "1");
+	rep_str("cpu", cpu);
+	rep_int("cpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
+	rep_str("kernel", u.release);
+	rep_str("clocksource", cs);
+	rep_str("loadavg_start", load);
+	rep_int("quick", bopt.quick);
+	rep_num("secs_per_point", bopt.secs);
+	rep_int("ring_bytes", bopt.ring_bytes);
+	rep_int("cpu_producer", BENCH_CPU_PRODUCER);
+	rep_int("cpu_consumer", BENCH_CPU_CONSUMER);
+}
+
+static void target(const char *name, double value, double goal, bool at_least, const char *unit)
+{
+	bool met = !isnan(value) && (at_least ? value >= goal : value <= goal);
+
+	say("  %-52s %9.2f %s  (target %s %.1f)  %s\n", name, value, unit, at_least ? ">=" : "<=", goal,
+	    isnan(value) ? "NOT MEASURED" : met ? "met" : "MISSED");
+	rep_obj_begin();
+	rep_str("target", name);
+	rep_num("value", value);
+	rep_num("goal", goal);
+	rep_str("unit", unit);
+	rep_str("status", isnan(value) ? "not_measured" : met ? "met" : "missed");
+	rep_obj_end();
+}
+
+static double tput_x(const char *variant, size_t payload, int idx, bool vs_memcpy)
+{
+	const struct tput *t = tput_find(variant, payload);
+
+	if (!t)
+		return NAN;
+	return vs_memcpy ? ratio(t->gb_s, lim.memcpy_bw[idx].gb_s) : ratio(t->ev_s, lim.pipe[idx].ev_s);
+}
+
+static void targets(void)
+{
+	const struct lat *busy = lat_find("busy-poll@10k/s"), *sl = lat_find("sleeping@10k/s");
+
+	say("\n== targets (ratios within this run)\n");
+	rep_section("targets");
+	target("64 B zero-copy events/s, x pipe", tput_x("zerocopy/normal", 64, 1, false), 50, true, "x");
+	target("64 B batch events/s, x pipe", tput_x("batch/normal", 64, 1, false), 50, true, "x");
+	target("1 MiB zero-copy GB/s, x memcpy", tput_x("zerocopy/normal", 1 << 20, 4, true), 0.8, true, "x");
+	target("1 MiB zero-copy huge pages GB/s, x memcpy", tput_x("zerocopy/huge", 1 << 20, 4, true), 0.8, true, "x");
+	target("busy-poll p50, x cache-line one-way",
+	       busy ? ratio(busy->p50, lim.line_oneway.p50) : NAN, 1.5, false, "x");
+	target("busy-poll p99.9, x cache-line one-way",
+	       busy ? ratio(busy->p999, lim.line_oneway.p50) : NAN, 5, false, "x");
+	target("sleeping p50, x raw eventfd wake (read)",
+	       sl ? ratio(sl->p50, lim.efd_wake.p50) : NAN, 1.2, false, "x");
+	target("drop with eBPF attached, ns per event", drops_bpf_ns(), 10, false, "ns");
+	rep_section_end();
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "quick", no_argument, NULL, 'q' },     { "json", no_argument, NULL, 'j' },
+		{ "secs", required_argument, NULL, 's' }, { "ring-mb", required_argument, NULL, 'r' },
+		{ "plot-dir", required_argument, NULL, 'p' }, { "drops-json", required_argument, NULL, 'd' },
+		{ "only", required_argument, NULL, 'o' }, { "variant", required_argument, NULL, 'v' },
+		{ "payload", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int opt;
+
+	bopt.ring_bytes = 64ull << 20;
+	bopt.secs = 0;
+	bopt.payload = -1;
+	while ((opt = getopt_long(argc, argv, "qjs:r:p:d:o:v:P:h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'q': bopt.quick = true; break;
+		case 'j': bopt.json = true; break;
+		case 's': bopt.secs = atof(optarg); break;
+		case 'r': bopt.ring_bytes = strtoull(optarg, NULL, 10) << 20; break;
+		case 'p': bopt.plot_dir = optarg; break;
+		case 'd': bopt.drops_json = optarg; break;
+		case 'o': bopt.only = optarg; break;
+		case 'v': bopt.variant = optarg; break;
+		case 'P': bopt.payload = atol(optarg); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (bopt.secs <= 0)
+		bopt.secs = bopt.quick ? 0.15 : 0.5;
+	if (bopt.ring_bytes < (8ull << 20)) {
+		fprintf(stderr, "evs-bench: --ring-mb must be at least 8 (4 MiB events)\n");
+		return 2;
+	}
+	/* private runtime directory: never meet another producer's socket */
+	if (!getenv("EVSTREAM_RUNTIME_DIR")) {
+		static char dir[64];
+
+		snprintf(dir, sizeof(dir), "/tmp/evs-bench-%d", (int)getpid());
+		setenv("EVSTREAM_RUNTIME_DIR", dir, 1);
+	}
+	unsetenv("EVSTREAM_PRODUCER");
+
+	rep_begin();
+	machine();
+#define PART(n) (!bopt.only || !strcmp(bopt.only, n))
+	/* the alternatives and limits come first: the ratios need them */
+	if (PART("limits") || PART("tput") || PART("lat"))
+		limits_run();
+	if (PART("alt") || PART("tput"))
+		alternatives_run();
+	if (PART("tput"))
+		tput_run();
+	if (PART("lat"))
+		latency_run();
+	if (PART("drops"))
+		drops_run();
+	drops_bpf_fold();
+	if (!bopt.only)
+		targets();
+	rep_finish();
+	return 0;
+}

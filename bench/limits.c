@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The physical limits every evstream figure is divided by, measured in the
+ * same run on the same two CPUs: memcpy bandwidth, the cost of a clock read,
+ * the one-way time of a cache line between the two cores, and the latency of
+ * a raw eventfd wakeup between two threads.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+
+#include "bench.h"
+
+static void *map_area(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	if (p == MAP_FAILED) {
+		warn("mmap %zu bytes: %s", len, strerror(errno));
+		exit(1);
+	}
+	return p;
+}
+
+/* Payload-sized copies from one hot source into a destination as large as
+ * the ring, advancing like records do: what emit's copy costs, alone. */
+static struct tput memcpy_bw(size_t size, uint8_t *dst, size_t area, const uint8_t *src, double secs)
+{
+	struct tput r = { 0 };
+	size_t step = (size + 64 + 7) & ~(size_t)7, off = 0;
+	uint64_t n = 0, t0, t1, end;
+
+	if (!size)
+		return r;
+	t0 = bench_now();
+	end = t0 + (uint64_t)(secs * 1e9);
+	do {
+		for (int k = 0; k < 16; k++) {
+			if (off + size > area)
+				off = 0;
+			memcpy(dst + off, src, size);
+			__asm__ __volatile__("" ::: "memory");
+			off += step;
+			n++;
+		}
+		t1 = bench_now();
+	} while (t1 < end);
+	r.ev_s = (double)n / ((double)(t1 - t0) / 1e9);
+	r.gb_s = r.ev_s * (double)size / 1e9;
+	r.ok = true;
+	return r;
+}
+
+static double clock_cost(void)
+{
+	uint64_t t0 = bench_now(), x = 0;
+	const int n = 1000000;
+
+	for (int i = 0; i < n; i++)
+		x += bench_now();
+	__asm__ __volatile__("" : : "r"(x));
+	return (double)(bench_now() - t0) / n;
+}
+
+/* ------------------------------------------------- cache line ping-pong */
+
+static struct {
+	_Atomic uint64_t v __attribute__((aligned(128)));
+	uint64_t rounds;
+	struct hist h;
+} pp;
+
+#define PP_BATCH 64
+
+static void *pp_ping(void *arg)
+{
+	(void)arg;
+	for (uint64_t r = 0; r < pp.rounds; r++) {
+		uint64_t t0 = bench_now();
+
+		for (uint64_t k = 0; k < PP_BATCH; k++) {
+			uint64_t want = 2 * (r * PP_BATCH + k) + 2;
+
+			atomic_store_explicit(&pp.v, want - 1, memory_order_release);
+			while (atomic_load_explicit(&pp.v, memory_order_acquire) != want)
+				;
+		}
+		/* one sample: the mean one-way time over a batch of round trips,
+		 * so the clock read is not part of it */
+		hist_add(&pp.h, (bench_now() - t0) / (2 * PP_BATCH));
+	}
+	return NULL;
+}
+
+static void *pp_pong(void *arg)
+{
+	uint64_t total = 2 * pp.rounds * PP_BATCH;
+
+	(void)arg;
+	for (uint64_t want = 1; want < total; want += 2) {
+		while (atomic_load_explicit(&pp.v, memory_order_acquire) != want)
+			;
+		atomic_store_explicit(&pp.v, want + 1, memory_order_release);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------- raw eventfd wake */
+
+static struct {
+	int efd;
+	bool use_poll;
+	uint64_t n, gap_ns;
+	_Atomic uint64_t sent_at __attribute__((aligned(64)));
+	_Atomic uint64_t acked __attribute__((aligned(64)));
+	struct hist h;
+} ew;
+
+static void *ew_waker(void *arg)
+{
+	(void)arg;
+	for (uint64_t i = 0; i < ew.n; i++) {
+		/* let the sleeper get back into the kernel and go idle */
+		bench_spin_until(bench_now() + ew.gap_ns);
+		uint64_t t0 = bench_now();
+
+		atomic_store_explicit(&ew.sent_at, t0, memory_order_relaxed);
+		eventfd_write(ew.efd, 1);
+		while (atomic_load_explicit(&ew.acked, memory_order_acquire) != i + 1)
+			cpu_relax();
+	}
+	return NULL;
+}
+
+static void *ew_sleeper(void *arg)
+{
+	eventfd_t v;
+
+	(void)arg;
+	for (uint64_t i = 0; i < ew.n; i++) {
+		if (ew.use_poll) {
+			struct pollfd pfd = { .fd = ew.efd, .events = POLLIN };
+
+			while (poll(&pfd, 1, -1) < 1)
+				;
+			eventfd_read(ew.efd, &v);
+		} else {
+			while (eventfd_read(ew.efd, &v) < 0)
+				;
+		}
+		hist_add(&ew.h, bench_now() - atomic_load_explicit(&ew.sent_at, memory_order_relaxed));
+		atomic_store_explicit(&ew.acked, i + 1, memory_order_release);
+	}
+	return NULL;
+}
+
+static void efd_wake(struct lat *out, bool use_poll)
+{
+	ew.efd = eventfd(0, EFD_CLOEXEC | (use_poll ? EFD_NONBLOCK : 0));
+	if (ew.efd < 0) {
+		warn("eventfd: %s", strerror(errno));
+		return;
+	}
+	ew.use_poll = use_poll;
+	ew.n = bopt.quick ? 3000 : 20000;
+	ew.gap_ns = 100000; /* 10k wakeups/s: the sleeper is really asleep */
+	atomic_store(&ew.acked, 0);
+	hist_init(&ew.h);
+	bench_pair(ew_waker, NULL, ew_sleeper, NULL);
+	close(ew.efd);
+	lat_from_hist(out, &ew.h);
+}
+
+void limits_run(void)
+{
+	size_t area = bopt.ring_bytes;
+	uint8_t *dst = map_area(area), *src = map_area(4 << 20);
+	double secs = bopt.quick ? 0.1 : 0.3;
+
+	bench_pin(BENCH_CPU_PRODUCER);
+	memset(src, 0x5a, 4 << 20);
+	say("\n== limits (same run, CPUs %d and %d)\n", BENCH_CPU_PRODUCER, BENCH_CPU_CONSUMER);
+	lim.clock_ns = clock_cost();
+	say("clock_gettime(CLOCK_MONOTONIC)   %8.1f ns per call\n", lim.clock_ns);
+	for (int i = 0; i < NPAYLOADS; i++) {
+		lim.memcpy_bw[i] = memcpy_bw(bench_payloads[i], dst, area, src, secs);
+		if (lim.memcpy_bw[i].ok)
+			say("memcpy %8zu B over %3llu MiB   %8.2f GB/s\n", bench_payloads[i],
+			    (unsigned long long)(area >> 20), lim.memcpy_bw[i].gb_s);
+	}
+	lim.memcpy_hot_gb_s = memcpy_bw(1 << 20, dst, 2 << 20, src, secs).gb_s;
+	say("memcpy 1 MiB within 2 MiB (cache)  %8.2f GB/s\n", lim.memcpy_hot_gb_s);
+
+	pp.rounds = bopt.quick ? 5000 : 30000;
+	atomic_store(&pp.v, 0);
+	hist_init(&pp.h);
+	bench_pair(pp_ping, NULL, pp_pong, NULL);
+	lat_from_hist(&lim.line_oneway, &pp.h);
+	say("cache line one-way (CPU0<->CPU1) p50 %6.1f ns  p99 %6.1f ns\n",
+	    lim.line_oneway.p50, lim.line_oneway.p99);
+
+	efd_wake(&lim.efd_wake, false);
+	say("eventfd wake, blocked read()     p50 %6.0f ns  p99 %6.0f ns  p99.9 %6.0f ns\n",
+	    lim.efd_wake.p50, lim.efd_wake.p99, lim.efd_wake.p999);
+	efd_wake(&lim.efd_wake_poll, true);
+	say("eventfd wake, poll()             p50 %6.0f ns  p99 %6.0f ns  p99.9 %6.0f ns\n",
+	    lim.efd_wake_poll.p50, lim.efd_wake_poll.p99, lim.efd_wake_poll.p999);
+
+	rep_section("limits");
+	rep_obj_begin();
+	rep_str("name", "clock_gettime_ns");
+	rep_num("value", lim.clock_ns);
+	rep_obj_end();
+	for (int i = 0; i < NPAYLOADS; i++) {
+		if (!lim.memcpy_bw[i].ok)
+			continue;
+		rep_obj_begin();
+		rep_str("name", "memcpy");
+		rep_int("payload", bench_payloads[i]);
+		rep_int("area_bytes", area);
+		rep_num("gb_s", lim.memcpy_bw[i].gb_s);
+		rep_obj_end();
+	}
+	rep_obj_begin();
+	rep_str("name", "memcpy_hot");
+	rep_int("payload", 1 << 20);
+	rep_num("gb_s", lim.memcpy_hot_gb_s);
+	rep_obj_end();
+	rep_obj_begin();
+	rep_str("name", "cacheline_oneway");
+	rep_lat("lat", &lim.line_oneway);
+	rep_obj_end();
+	rep_obj_begin();
+	rep_str("name", "eventfd_wake_read");
+	rep_lat("lat", &lim.efd_wake);
+	rep_obj_end();
+	rep_obj_begin();
+	rep_str("name", "eventfd_wake_poll");
+	rep_lat("lat", &lim.efd_wake_poll);
+	rep_obj_end();
+	rep_section_end();
+	munmap(dst, area);
+	munmap(src, 4 << 20);
+}

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * evstream throughput, producer on one CPU and consumer on the other, for
+ * each API path and page size:
+ *   copy     evs_producer__emit()             + nrt_debug_client_read_one_event()
+ *   zerocopy evs_producer__reserve()/commit() + evs_consumer__peek()/release()
+ *   batch    evs_producer__reserve()/commit() + evs_consumer__consume()
+ * Every path moves the same bytes: the producer copies the payload from a
+ * hot source buffer (into the ring directly for reserve/commit), and the
+ * consumer reads it (read_one_event copies it out; peek and consume touch
+ * every cache line in place).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "evstream/evstream.h"
+#include "nrt/ndebug_stream.h"
+
+enum path { P_COPY, P_ZEROCOPY, P_BATCH };
+static const char *const path_names[] = { "copy", "zerocopy", "batch" };
+
+struct tp {
+	enum path path;
+	size_t size;
+	const uint8_t *src;
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	int nrt_fd;
+	uint64_t full_retries;
+	uint64_t got;
+	struct run run;
+};
+
+static volatile uint64_t sink;
+
+/* One load per cache line: the consumer really pulls the payload over. */
+static inline uint64_t touch(const void *data, size_t n)
+{
+	const uint8_t *b = data;
+	uint64_t s = 0;
+
+	for (size_t i = 0; i + 8 <= n; i += 64)
+		s += *(const volatile uint64_t *)(b + i);
+	return s;
+}
+
+static void *tp_producer(void *arg)
+{
+	struct tp *t = arg;
+	uint64_t n = 0;
+
+	for (;;) {
+		if (t->path == P_COPY) {
+			int err = evs_producer__emit(t->p, 0, 1, t->src, t->size);
+
+			if (err == -ENOBUFS) {
+				t->full_retries++;
+				cpu_relax();
+				continue;
+			}
+			if (err) {
+				warn("emit: %s", evs_strerror(err));
+				break;
+			}
+		} else {
+			void *d = evs_producer__reserve(t->p, 0, 1, t->size);
+
+			if (!d) {
+				if (errno == ENOBUFS) {
+					t->full_retries++;
+					cpu_relax();
+					continue;
+				}
+				warn("reserve: %s", strerror(errno));
+				break;
+			}
+			memcpy(d, t->src, t->size);
+			evs_producer__commit(t->p, 0);
+		}
+		n++;
+		if ((n & 63) == 0 && run_tick(&t->run))
+			break;
+	}
+	run_finish(&t->run, n);
+	return NULL;
+}
+
+static bool tp_drained(struct tp *t)
+{
+	return atomic_load_explicit(&t->run.done, memory_order_acquire) &&
+	       t->got >= atomic_load_explicit(&t->run.sent_total, memory_order_relaxed);
+}
+
+static int batch_cb(void *ctx, const struct evs_record *rec)
+{
+	(void)ctx;
+	sink += touch(rec->data, rec->hdr.data_size);
+	return 0;
+}
+
+static void *tp_consumer(void *arg)
+{
+	struct tp *t = arg;
+	struct evs_record rec;
+
+	for (;;) {
+		if (t->path == P_COPY) {
+			ndebug_stream_event_header_t h;
+			void *pl;
+			NRT_STATUS st = nrt_debug_client_read_one_event(t->nrt_fd, &h, &pl);
+
+			if (st == NRT_SUCCESS) {
+				free(pl);
+				t->got++;
+				run_mark(&t->run, t->got);
+				continue;
+			}
+			if (st != NRT_QUEUE_EMPTY) {
+				warn("read_one_event: status %d", (int)st);
+				break;
+			}
+			if (tp_drained(t))
+				break;
+			/* as the reference API's users do: sleep on the stream fd */
+			struct pollfd pfd = { .fd = t->nrt_fd, .events = POLLIN };
+
+			poll(&pfd, 1, 1);
+		} else if (t->path == P_ZEROCOPY) {
+			int err = evs_consumer__peek(t->c, &rec);
+
+			if (err == 0) {
+				sink += touch(rec.data, rec.hdr.data_size);
+				evs_consumer__release(t->c);
+				t->got++;
+				run_mark(&t->run, t->got);
+				continue;
+			}
+			if (err != -EAGAIN || tp_drained(t))
+				break;
+			cpu_relax();
+		} else {
+			/* bounded batches, so the consumer publishes and looks up */
+			int n = evs_consumer__consume(t->c, batch_cb, NULL, 256);
+
+			if (n > 0) {
+				t->got += (uint64_t)n;
+				run_mark(&t->run, t->got);
+				continue;
+			}
+			if (n < 0 || tp_drained(t))
+				break;
+			cpu_relax();
+		}
+	}
+	run_mark(&t->run, t->got);
+	return NULL;
+}
+
+#define MAX_KEPT 64
+static struct { char name[64]; size_t payload; struct tput t; } kept[MAX_KEPT];
+static int nkept;
+
+const struct tput *tput_find(const char *variant, size_t payload)
+{
+	for (int i = 0; i < nkept; i++)
+		if (!strcmp(kept[i].name, variant) && kept[i].payload == payload)
+			return &kept[i].t;
+	return NULL;
+}
+
+struct variant {
+	enum path path;
+	bool huge;
+	bool no_ts;
+};
+
+/* -1 when the variant cannot run here (said loudly), else 0. */
+static int tp_one(const struct variant *v, size_t size, const uint8_t *src, struct tput *out,
+		  uint64_t *retries, uint64_t *ring_bytes)
+{
+	EVS_OPTS(evs_producer_opts, po, .ring_bytes = bopt.ring_bytes,
+		 .max_events = bopt.ring_bytes / 64,
+		 .hugepages = v->huge ? EVS_HUGEPAGES_ON : EVS_HUGEPAGES_OFF,
+		 .no_timestamps = v->no_ts);
+	struct tp t = { .path = v->path, .size = size, .src = src, .nrt_fd = -1 };
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+
+	memset(out, 0, sizeof(*out));
+	t.p = evs_producer__new(NULL, 1, &po);
+	if (!t.p) {
+		warn("SKIP %s/%s %zu B: producer: %s", path_names[v->path], v->huge ? "huge" : "normal",
+		     size, evs_errmsg()[0] ? evs_errmsg() : strerror(errno));
+		return -1;
+	}
+	if (v->path == P_COPY) {
+		if (nrt_debug_client_connect(0, &t.nrt_fd) != NRT_SUCCESS) {
+			warn("nrt_debug_client_connect failed");
+			evs_producer__free(t.p);
+			return -1;
+		}
+	} else {
+		t.c = evs_consumer__connect(NULL, 0, NULL);
+		if (!t.c) {
+			warn("consumer: %s", evs_errmsg());
+			evs_producer__free(t.p);
+			return -1;
+		}
+	}
+	run_start(&t.run, bopt.secs / 4, bopt.secs);
+	bench_pair(tp_producer, &t, tp_consumer, &t);
+	evs_producer__stats(t.p, 0, &st);
+	*ring_bytes = st.ring_bytes;
+	if (v->path == P_COPY)
+		nrt_debug_client_connect_close(t.nrt_fd);
+	else
+		evs_consumer__free(t.c);
+	evs_producer__free(t.p);
+	out->ev_s = run_rate(&t.run);
+	out->gb_s = out->ev_s * (double)size / 1e9;
+	out->ok = out->ev_s > 0;
+	*retries = t.full_retries;
+	return 0;
+}
+
+void tput_run(void)
+{
+	static const struct variant variants[] = {
+		{ P_COPY, false, false },     { P_ZEROCOPY, false, false }, { P_BATCH, false, false },
+		{ P_COPY, true, false },      { P_ZEROCOPY, true, false },  { P_BATCH, true, false },
+		{ P_ZEROCOPY, false, true },  { P_BATCH, false, true },
+	};
+	uint8_t *src = malloc(4 << 20);
+	FILE *dat = NULL;
+
+	memset(src, 0xa5, 4 << 20);
+	if (bopt.plot_dir) {
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/throughput.dat", bopt.plot_dir);
+		dat = fopen(path, "w");
+		if (dat)
+			fprintf(dat, "# variant payload events_s gb_s memcpy_gb_s pipe_gb_s socket_gb_s\n");
+	}
+	say("\n== evstream throughput (ring %llu MiB; ratios to the same run's pipe, socket, memcpy)\n",
+	    (unsigned long long)(bopt.ring_bytes >> 20));
+	say("%-22s %8s %13s %8s %9s %9s %9s\n", "path/pages", "payload", "events/s", "GB/s",
+	    "x pipe", "x socket", "x memcpy");
+	rep_section("throughput");
+	for (size_t k = 0; k < sizeof(variants) / sizeof(variants[0]); k++) {
+		const struct variant *v = &variants[k];
+		char name[64];
+
+		snprintf(name, sizeof(name), "%s/%s%s", path_names[v->path], v->huge ? "huge" : "normal",
+			 v->no_ts ? "/no-ts" : "");
+		for (int i = 0; i < NPAYLOADS; i++) {
+			size_t size = bench_payloads[i];
+			uint64_t retries = 0, ring = 0;
+			struct tput t;
+
+			/* timestamps matter only where the per-event cost is small */
+			if (v->no_ts && size > 1024)
+				continue;
+			if ((bopt.variant && !strstr(name, bopt.variant)) ||
+			    (bopt.payload >= 0 && (size_t)bopt.payload != size))
+				continue;
+			if (tp_one(v, size, src, &t, &retries, &ring) < 0) {
+				rep_obj_begin();
+				rep_str("variant", name);
+				rep_int("payload", size);
+				rep_str("skipped", evs_errmsg());
+				rep_obj_end();
+				break;
+			}
+			double xp = ratio(t.ev_s, lim.pipe[i].ev_s), xs = ratio(t.ev_s, lim.sock[i].ev_s);
+			double xm = size ? ratio(t.gb_s, lim.memcpy_bw[i].gb_s) : 0.0 / 0.0;
+
+			if (nkept < MAX_KEPT) {
+				snprintf(kept[nkept].name, sizeof(kept[nkept].name), "%s", name);
+				kept[nkept].payload = size;
+				kept[nkept++].t = t;
+			}
+			say("%-22s %8zu %13.0f %8.3f %9.2f %9.2f %9.2f\n", name, size, t.ev_s, t.gb_s, xp, xs, xm);
+			rep_obj_begin();
+			rep_str("variant", name);
+			rep_str("path", path_names[v->path]);
+			rep_str("pages", v->huge ? "huge" : "normal");
+			rep_int("timestamps", !v->no_ts);
+			rep_int("payload", size);
+			rep_int("ring_bytes", ring);
+			rep_num("events_s", t.ev_s);
+			rep_num("gb_s", t.gb_s);
+			rep_num("x_pipe", xp);
+			rep_num("x_socket", xs);
+			rep_num("x_memcpy", xm);
+			rep_int("ring_full_retries", retries);
+			rep_obj_end();
+			if (dat)
+				fprintf(dat, "%s %zu %.6g %.6g %.6g %.6g %.6g\n", name, size, t.ev_s, t.gb_s,
+					lim.memcpy_bw[i].gb_s, lim.pipe[i].gb_s, lim.sock[i].gb_s);
+		}
+	}
+	rep_section_end();
+	if (dat)
+		fclose(dat);
+	free(src);
+}
