@@ -120,6 +120,11 @@ EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 	if (unlikely(c->broken))
 		return c->broken;
 	if (c->cons_pos == c->prod_cache) {
+		/* the next header is where the next record will start: start
+		 * pulling its line now, so that when prod_pos moves both lines
+		 * cross from the producer's core at once instead of one after
+		 * the other (a hint only; the header is read after the acquire) */
+		__builtin_prefetch(c->data + c->cons_off);
 		err = consumer_fill(c);
 		if (err)
 			return err;
