@@ -102,11 +102,18 @@ extern struct limits lim;
 
 /* Results kept for the targets summary. */
 const struct tput *tput_find(const char *variant, size_t payload);
-const struct lat *lat_find(const char *name);
+const struct lat *lat_find(const char *name, const struct lat **limit);
 double drops_bpf_ns(void); /* ns per drop with the eBPF program, NAN if unknown */
 
 void limits_run(void);
-void alternatives_run(void);
+/* Measured again right next to the figure they divide, because the host
+ * moves the vCPUs: the cache line one-way time here jumps between ~45 and
+ * ~210 ns from one minute to the next. */
+struct tput limit_memcpy(size_t size);
+void limit_line_oneway(struct lat *out);
+void limit_efd_wake(struct lat *out, bool use_poll);
+struct tput alt_measure(bool sock, size_t size);
+void alternatives_report(void);
 void tput_run(void);
 void latency_run(void);
 void drops_run(void);

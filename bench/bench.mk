@@ -5,7 +5,7 @@ BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
               bench/tput.c bench/lat.c bench/drop_rate.c
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o)
 BENCH_BIN  := $(BUILD)/evs-bench
-BENCH_OUT  ?= $(BUILD)/bench
+BENCH_OUT  ?= $(BUILD)/bench-results
 BENCH_ARGS ?= --quick
 # Throughput rings are 64 MiB; huge-page variants need 32 pages of their own.
 BENCH_HUGEPAGES ?= 96

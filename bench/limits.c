@@ -159,7 +159,7 @@ static void *ew_sleeper(void *arg)
 	return NULL;
 }
 
-static void efd_wake(struct lat *out, bool use_poll)
+void limit_efd_wake(struct lat *out, bool use_poll)
 {
 	ew.efd = eventfd(0, EFD_CLOEXEC | (use_poll ? EFD_NONBLOCK : 0));
 	if (ew.efd < 0) {
@@ -176,10 +176,26 @@ static void efd_wake(struct lat *out, bool use_poll)
 	lat_from_hist(out, &ew.h);
 }
 
+void limit_line_oneway(struct lat *out)
+{
+	pp.rounds = bopt.quick ? 5000 : 30000;
+	atomic_store(&pp.v, 0);
+	hist_init(&pp.h);
+	bench_pair(pp_ping, NULL, pp_pong, NULL);
+	lat_from_hist(out, &pp.h);
+}
+
+static uint8_t *mc_dst, *mc_src;
+
+struct tput limit_memcpy(size_t size)
+{
+	return memcpy_bw(size, mc_dst, bopt.ring_bytes, mc_src, bopt.quick ? 0.1 : 0.3);
+}
+
 void limits_run(void)
 {
 	size_t area = bopt.ring_bytes;
-	uint8_t *dst = map_area(area), *src = map_area(4 << 20);
+	uint8_t *dst = mc_dst = map_area(area), *src = mc_src = map_area(4 << 20);
 	double secs = bopt.quick ? 0.1 : 0.3;
 
 	bench_pin(BENCH_CPU_PRODUCER);
@@ -187,27 +203,18 @@ void limits_run(void)
 	say("\n== limits (same run, CPUs %d and %d)\n", BENCH_CPU_PRODUCER, BENCH_CPU_CONSUMER);
 	lim.clock_ns = clock_cost();
 	say("clock_gettime(CLOCK_MONOTONIC)   %8.1f ns per call\n", lim.clock_ns);
-	for (int i = 0; i < NPAYLOADS; i++) {
-		lim.memcpy_bw[i] = memcpy_bw(bench_payloads[i], dst, area, src, secs);
-		if (lim.memcpy_bw[i].ok)
-			say("memcpy %8zu B over %3llu MiB   %8.2f GB/s\n", bench_payloads[i],
-			    (unsigned long long)(area >> 20), lim.memcpy_bw[i].gb_s);
-	}
+	(void)area;
 	lim.memcpy_hot_gb_s = memcpy_bw(1 << 20, dst, 2 << 20, src, secs).gb_s;
 	say("memcpy 1 MiB within 2 MiB (cache)  %8.2f GB/s\n", lim.memcpy_hot_gb_s);
 
-	pp.rounds = bopt.quick ? 5000 : 30000;
-	atomic_store(&pp.v, 0);
-	hist_init(&pp.h);
-	bench_pair(pp_ping, NULL, pp_pong, NULL);
-	lat_from_hist(&lim.line_oneway, &pp.h);
+	limit_line_oneway(&lim.line_oneway);
 	say("cache line one-way (CPU0<->CPU1) p50 %6.1f ns  p99 %6.1f ns\n",
 	    lim.line_oneway.p50, lim.line_oneway.p99);
 
-	efd_wake(&lim.efd_wake, false);
+	limit_efd_wake(&lim.efd_wake, false);
 	say("eventfd wake, blocked read()     p50 %6.0f ns  p99 %6.0f ns  p99.9 %6.0f ns\n",
 	    lim.efd_wake.p50, lim.efd_wake.p99, lim.efd_wake.p999);
-	efd_wake(&lim.efd_wake_poll, true);
+	limit_efd_wake(&lim.efd_wake_poll, true);
 	say("eventfd wake, poll()             p50 %6.0f ns  p99 %6.0f ns  p99.9 %6.0f ns\n",
 	    lim.efd_wake_poll.p50, lim.efd_wake_poll.p99, lim.efd_wake_poll.p999);
 
@@ -216,16 +223,6 @@ void limits_run(void)
 	rep_str("name", "clock_gettime_ns");
 	rep_num("value", lim.clock_ns);
 	rep_obj_end();
-	for (int i = 0; i < NPAYLOADS; i++) {
-		if (!lim.memcpy_bw[i].ok)
-			continue;
-		rep_obj_begin();
-		rep_str("name", "memcpy");
-		rep_int("payload", bench_payloads[i]);
-		rep_int("area_bytes", area);
-		rep_num("gb_s", lim.memcpy_bw[i].gb_s);
-		rep_obj_end();
-	}
 	rep_obj_begin();
 	rep_str("name", "memcpy_hot");
 	rep_int("payload", 1 << 20);
@@ -244,6 +241,4 @@ void limits_run(void)
 	rep_lat("lat", &lim.efd_wake_poll);
 	rep_obj_end();
 	rep_section_end();
-	munmap(dst, area);
-	munmap(src, 4 << 20);
 }

@@ -233,6 +233,8 @@ void tput_run(void)
 		{ P_COPY, true, false },      { P_ZEROCOPY, true, false },  { P_BATCH, true, false },
 		{ P_ZEROCOPY, false, true },  { P_BATCH, false, true },
 	};
+	const size_t nvariants = sizeof(variants) / sizeof(variants[0]);
+	bool huge_skipped = false;
 	uint8_t *src = malloc(4 << 20);
 	FILE *dat = NULL;
 
@@ -245,27 +247,39 @@ void tput_run(void)
 		if (dat)
 			fprintf(dat, "# variant payload events_s gb_s memcpy_gb_s pipe_gb_s socket_gb_s\n");
 	}
-	say("\n== evstream throughput (ring %llu MiB; ratios to the same run's pipe, socket, memcpy)\n",
+	say("\n== throughput (ring %llu MiB); per payload the limit and the alternatives are measured\n"
+	    "   first, then each evstream path, and every ratio is to those neighbours\n",
 	    (unsigned long long)(bopt.ring_bytes >> 20));
-	say("%-22s %8s %13s %8s %9s %9s %9s\n", "path/pages", "payload", "events/s", "GB/s",
-	    "x pipe", "x socket", "x memcpy");
 	rep_section("throughput");
-	for (size_t k = 0; k < sizeof(variants) / sizeof(variants[0]); k++) {
-		const struct variant *v = &variants[k];
-		char name[64];
+	for (int i = 0; i < NPAYLOADS; i++) {
+		size_t size = bench_payloads[i];
 
-		snprintf(name, sizeof(name), "%s/%s%s", path_names[v->path], v->huge ? "huge" : "normal",
-			 v->no_ts ? "/no-ts" : "");
-		for (int i = 0; i < NPAYLOADS; i++) {
-			size_t size = bench_payloads[i];
+		if (bopt.payload >= 0 && (size_t)bopt.payload != size)
+			continue;
+		lim.memcpy_bw[i] = limit_memcpy(size);
+		lim.pipe[i] = alt_measure(false, size);
+		lim.sock[i] = alt_measure(true, size);
+		say("\n%-22s %8s %13s %8s %9s %9s %9s\n", "payload / path/pages", "bytes", "events/s", "GB/s",
+		    "x pipe", "x socket", "x memcpy");
+		if (size)
+			say("%-22s %8zu %13.0f %8.3f %9s %9s %9s\n", "  limit: memcpy", size,
+			    lim.memcpy_bw[i].ev_s, lim.memcpy_bw[i].gb_s, "", "", "1.00");
+		say("%-22s %8zu %13.0f %8.3f %9s %9s %9s\n", "  alternative: pipe", size, lim.pipe[i].ev_s,
+		    lim.pipe[i].gb_s, "1.00", "", "");
+		say("%-22s %8zu %13.0f %8.3f %9s %9s %9s\n", "  alternative: socket", size, lim.sock[i].ev_s,
+		    lim.sock[i].gb_s, "", "1.00", "");
+		for (size_t k = 0; k < nvariants; k++) {
+			const struct variant *v = &variants[k];
 			uint64_t retries = 0, ring = 0;
+			char name[64];
 			struct tput t;
 
+			snprintf(name, sizeof(name), "%s/%s%s", path_names[v->path],
+				 v->huge ? "huge" : "normal", v->no_ts ? "/no-ts" : "");
 			/* timestamps matter only where the per-event cost is small */
 			if (v->no_ts && size > 1024)
 				continue;
-			if ((bopt.variant && !strstr(name, bopt.variant)) ||
-			    (bopt.payload >= 0 && (size_t)bopt.payload != size))
+			if ((bopt.variant && !strstr(name, bopt.variant)) || (v->huge && huge_skipped))
 				continue;
 			if (tp_one(v, size, src, &t, &retries, &ring) < 0) {
 				rep_obj_begin();
@@ -273,7 +287,8 @@ void tput_run(void)
 				rep_int("payload", size);
 				rep_str("skipped", evs_errmsg());
 				rep_obj_end();
-				break;
+				huge_skipped |= v->huge;
+				continue;
 			}
 			double xp = ratio(t.ev_s, lim.pipe[i].ev_s), xs = ratio(t.ev_s, lim.sock[i].ev_s);
 			double xm = size ? ratio(t.gb_s, lim.memcpy_bw[i].gb_s) : 0.0 / 0.0;
@@ -283,7 +298,7 @@ void tput_run(void)
 				kept[nkept].payload = size;
 				kept[nkept++].t = t;
 			}
-			say("%-22s %8zu %13.0f %8.3f %9.2f %9.2f %9.2f\n", name, size, t.ev_s, t.gb_s, xp, xs, xm);
+			say("  %-20s %8zu %13.0f %8.3f %9.2f %9.2f %9.2f\n", name, size, t.ev_s, t.gb_s, xp, xs, xm);
 			rep_obj_begin();
 			rep_str("variant", name);
 			rep_str("path", path_names[v->path]);
@@ -296,12 +311,27 @@ void tput_run(void)
 			rep_num("x_pipe", xp);
 			rep_num("x_socket", xs);
 			rep_num("x_memcpy", xm);
+			rep_num("memcpy_gb_s", size ? lim.memcpy_bw[i].gb_s : 0.0 / 0.0);
+			rep_num("pipe_events_s", lim.pipe[i].ev_s);
+			rep_num("socket_events_s", lim.sock[i].ev_s);
 			rep_int("ring_full_retries", retries);
 			rep_obj_end();
 			if (dat)
 				fprintf(dat, "%s %zu %.6g %.6g %.6g %.6g %.6g\n", name, size, t.ev_s, t.gb_s,
 					lim.memcpy_bw[i].gb_s, lim.pipe[i].gb_s, lim.sock[i].gb_s);
 		}
+	}
+	rep_section_end();
+	alternatives_report();
+	rep_section("memcpy");
+	for (int i = 0; i < NPAYLOADS; i++) {
+		if (!lim.memcpy_bw[i].ok)
+			continue;
+		rep_obj_begin();
+		rep_int("payload", bench_payloads[i]);
+		rep_int("area_bytes", bopt.ring_bytes);
+		rep_num("gb_s", lim.memcpy_bw[i].gb_s);
+		rep_obj_end();
 	}
 	rep_section_end();
 	if (dat)
