@@ -121,7 +121,7 @@ static void make_mixed(unsigned int core, uint64_t seq, uint64_t h, struct demo_
 
 	if (seq % 10 == 9) {
 		e->is_print = true;
-		if (seq % 500 == 499) {
+		if (seq % 5000 == 4999) {
 			e->pipe = 2;
 			snprintf(e->prefix, sizeof(e->prefix), "nc%u step %llu: warning: loss scale reduced\n",
 				 core, (unsigned long long)(seq / 10));

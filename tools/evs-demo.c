@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ struct demo {
 	uint64_t max_events;  /* per core; 0: no limit */
 	double seconds;       /* 0: no limit */
 	int64_t huge_at;      /* -1: never; else the seq on core 0 that is too big */
+	int64_t burst_at;     /* -1: never; else core 1 emits flat out from this seq */
+	uint64_t burst;       /* events in the burst */
 	uint64_t ring_bytes;
 };
 
@@ -110,12 +113,19 @@ static void *worker_main(void *arg)
 		w->err = -ENOMEM;
 		return NULL;
 	}
+	uint64_t paced = 0;
+	bool burst_core = w->core == (d->ncores > 1 ? 1u : 0u);
+
 	for (uint64_t k = 0; !atomic_load(&stop) && (!d->max_events || k < d->max_events); k++) {
 		int64_t strides[8];
 		int err;
 
-		if (d->rate > 0) {
-			uint64_t due = t0 + (uint64_t)((double)k * 1e9 / d->rate);
+		/* a print storm: the ring fills and the rest is dropped, counted */
+		if (burst_core && d->burst_at >= 0 && k >= (uint64_t)d->burst_at &&
+		    k < (uint64_t)d->burst_at + d->burst) {
+			/* not paced */
+		} else if (d->rate > 0) {
+			uint64_t due = t0 + (uint64_t)((double)paced++ * 1e9 / d->rate);
 
 			if (due > now_ns())
 				sleep_until(due);
@@ -181,6 +191,8 @@ static void usage(FILE *f)
 "  -s, --seed S           content seed (default 1)\n"
 "      --ring BYTES       ring size per core (default: the library's)\n"
 "      --huge-at K        event K of core 0 is a tensor larger than the ring\n"
+"      --burst-at K       from event K, core 1 (core 0 if alone) emits --burst N\n"
+"      --burst N          events unpaced: a print storm that overruns the ring\n"
 "  -w, --wait-consumers S wait up to S seconds for a consumer on every core before\n"
 "                         emitting (default 10; 0: start at once)\n"
 "      --verify DIR       check DIR/index.jsonl and its .npy files against what\n"
@@ -225,13 +237,16 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "ring", required_argument, NULL, 'R' },
 		{ "huge-at", required_argument, NULL, 'H' },
+		{ "burst-at", required_argument, NULL, 'B' },
+		{ "burst", required_argument, NULL, 'b' },
 		{ "wait-consumers", required_argument, NULL, 'w' },
 		{ "verify", required_argument, NULL, 'V' },
 		{ "allow-missing", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct demo d = { .ncores = 2, .pattern = DEMO_MIXED, .seed = 1, .rate = 2000, .huge_at = -1 };
+	struct demo d = { .ncores = 2, .pattern = DEMO_MIXED, .seed = 1, .rate = 2000, .huge_at = -1,
+			  .burst_at = -1 };
 	const char *name = "evs-demo", *verify = NULL;
 	double wait_s = 10;
 	bool allow_missing = false;
@@ -256,6 +271,8 @@ int main(int argc, char **argv)
 		case 's': d.seed = strtoull(optarg, NULL, 0); break;
 		case 'R': d.ring_bytes = strtoull(optarg, NULL, 0); break;
 		case 'H': d.huge_at = strtoll(optarg, NULL, 10); break;
+		case 'B': d.burst_at = strtoll(optarg, NULL, 10); break;
+		case 'b': d.burst = strtoull(optarg, NULL, 10); break;
 		case 'w': wait_s = atof(optarg); break;
 		case 'V': verify = optarg; break;
 		case 'A': allow_missing = true; break;

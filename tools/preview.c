@@ -36,7 +36,7 @@ static int fmt_float(char *buf, size_t len, double v)
 		return snprintf(buf, len, "nan");
 	if (isinf(v))
 		return snprintf(buf, len, v < 0 ? "-inf" : "inf");
-	n = snprintf(buf, len, "%.6g", v);
+	n = snprintf(buf, len, "%.8g", v);
 	/* NumPy marks whole floats with a trailing dot: "2." */
 	if (n > 0 && (size_t)n + 1 < len && !strpbrk(buf, ".e"))
 		buf[n++] = '.', buf[n] = '\0';
