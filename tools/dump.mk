@@ -34,6 +34,7 @@ TEST_CFLAGS_test_dump_npy := -Itools tools/npy.c tools/tensor_event.c tools/prev
 TEST_LDLIBS_test_dump_npy := -lm
 $(BUILD)/tests/test_dump_npy: tools/npy.c tools/tensor_event.c tools/preview.c tools/jsonl.c $(DUMP_HDRS)
 
-# End-to-end through the real processes.
-TESTS += tests/dump/e2e.sh
-tests/dump/e2e.sh: $(BUILD)/evs-dump $(BUILD)/evs-demo
+# End to end through the real processes (tests/dump/lib.sh is their helper).
+DUMP_E2E := $(filter-out tests/dump/lib.sh,$(sort $(wildcard tests/dump/*.sh)))
+TESTS    += $(DUMP_E2E)
+$(DUMP_E2E): $(BUILD)/evs-dump $(BUILD)/evs-demo

@@ -16,6 +16,11 @@
 #include "tensor_event.h"
 
 #define INDEX_NAME "index.jsonl"
+/* Disk space kept allocated ahead of the index (beyond its end, so readers
+ * do not see it): when the disk fills, tensors fail but the index, which
+ * says what failed, goes on. Checked every RESERVE_EVERY events. */
+#define INDEX_RESERVE (4ll << 20)
+#define RESERVE_EVERY 256
 
 static int mkdir_p(const char *dir)
 {
@@ -73,7 +78,32 @@ int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode
 		return -ENOMEM;
 	}
 	setvbuf(w->index, NULL, _IOFBF, 1 << 20);
+	dump_writer_reserve(w);
 	return 0;
+}
+
+void dump_writer_reserve(struct dump_writer *w)
+{
+	long pos = w->index ? ftell(w->index) : -1;
+
+	if (pos < 0 || w->index_reserved - pos >= INDEX_RESERVE / 2)
+		return;
+	if (fallocate(fileno(w->index), FALLOC_FL_KEEP_SIZE, pos, INDEX_RESERVE) == 0) {
+		w->index_reserved = pos + INDEX_RESERVE;
+	} else if (!w->reserve_failed) {
+		w->reserve_failed = true; /* EOPNOTSUPP or a full disk: carry on without */
+	}
+}
+
+/* Give back the space reserved past the end of the index. */
+static void index_unreserve(struct dump_writer *w)
+{
+	long pos = ftell(w->index);
+
+	if (pos >= 0 && w->index_reserved > pos)
+		fallocate(fileno(w->index), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, pos,
+			  w->index_reserved - pos);
+	w->index_reserved = 0;
 }
 
 static struct dump_core *core_slot(struct dump_writer *w, unsigned int core)
@@ -292,7 +322,8 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	c->next_seq = h->seq + 1;
 	c->gaps += gap;
 	c->events++;
-	w->events++;
+	if (++w->events % RESERVE_EVERY == 0)
+		dump_writer_reserve(w);
 
 	if (h->type != EVS_EVENT_TENSOR_READ || tensor_event_parse(payload, h->data_size, &ev)) {
 		c->bad++;
@@ -347,13 +378,24 @@ int dump_writer_flush(struct dump_writer *w)
 	return 0;
 }
 
-int dump_writer_close(struct dump_writer *w)
+int dump_writer_close_index(struct dump_writer *w)
 {
-	int err = dump_writer_flush(w);
+	int err;
 
-	if (w->index && fclose(w->index) && !err)
+	if (!w->index)
+		return 0;
+	err = dump_writer_flush(w);
+	index_unreserve(w);
+	if (fclose(w->index) && !err)
 		err = -errno;
 	w->index = NULL;
+	return err;
+}
+
+int dump_writer_close(struct dump_writer *w)
+{
+	int err = dump_writer_close_index(w);
+
 	for (unsigned int i = 0; i < w->ncores; i++) {
 		if (w->cores[i].dirfd >= 0)
 			close(w->cores[i].dirfd);

@@ -59,6 +59,8 @@ struct dump_writer {
 	struct dump_core *cores;
 	uint64_t events, bytes, failed, bad, index_failed;
 	int first_errno;       /* of the first failed write */
+	long index_reserved;   /* the index's disk space is allocated up to here */
+	bool reserve_failed;
 	bool reported;         /* the first failure was reported */
 };
 
@@ -80,6 +82,10 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 
 /* Flushes the index; -errno if something in it could not be written. */
 int dump_writer_flush(struct dump_writer *w);
+/* Keeps disk space allocated ahead of the index (called every few events). */
+void dump_writer_reserve(struct dump_writer *w);
+/* Flushes and closes the index, giving back the reserve; then close. */
+int dump_writer_close_index(struct dump_writer *w);
 int dump_writer_close(struct dump_writer *w);
 
 #endif

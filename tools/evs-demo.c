@@ -195,6 +195,8 @@ static void usage(FILE *f)
 "      --burst N          events unpaced: a print storm that overruns the ring\n"
 "  -w, --wait-consumers S wait up to S seconds for a consumer on every core before\n"
 "                         emitting (default 10; 0: start at once)\n"
+"      --hold             when done emitting, keep the streams open until\n"
+"                         SIGINT/SIGTERM (the consumers see no end before)\n"
 "      --verify DIR       check DIR/index.jsonl and its .npy files against what\n"
 "                         this generator emits (same --pattern and --seed)\n"
 "      --allow-missing    with --verify: tensors indexed without a file are not errors\n");
@@ -242,6 +244,7 @@ int main(int argc, char **argv)
 		{ "wait-consumers", required_argument, NULL, 'w' },
 		{ "verify", required_argument, NULL, 'V' },
 		{ "allow-missing", no_argument, NULL, 'A' },
+		{ "hold", no_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -249,7 +252,7 @@ int main(int argc, char **argv)
 			  .burst_at = -1 };
 	const char *name = "evs-demo", *verify = NULL;
 	double wait_s = 10;
-	bool allow_missing = false;
+	bool allow_missing = false, hold = false;
 	struct worker *w;
 	struct sigaction sa = { .sa_handler = on_signal };
 	int opt, rc = 0;
@@ -276,6 +279,7 @@ int main(int argc, char **argv)
 		case 'w': wait_s = atof(optarg); break;
 		case 'V': verify = optarg; break;
 		case 'A': allow_missing = true; break;
+		case 'O': hold = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -342,6 +346,11 @@ int main(int argc, char **argv)
 			" committed; dropped: ring_full %" PRIu64 ", too_big %" PRIu64 ", no_consumer %" PRIu64 "\n",
 			i, w[i].emitted, st.committed, st.dropped_events[EVS_DROP_RING_FULL],
 			st.dropped_events[EVS_DROP_TOO_BIG], st.dropped_events[EVS_DROP_NO_CONSUMER]);
+	}
+	if (hold) {
+		fprintf(stderr, "evs-demo: done emitting; holding the streams open until SIGINT/SIGTERM\n");
+		while (!atomic_load(&stop))
+			usleep(10000);
 	}
 	/* closing marks every stream closed: consumers drain, then see the end */
 	evs_producer__free(d.p);

@@ -614,7 +614,8 @@ int main(int argc, char **argv)
 	}
 	status_clear(&d);
 	fflush(stdout);
-	if (dump_writer_flush(&d.w))
+	/* the index first: its reserve, given back, makes room for the summary */
+	if (dump_writer_close_index(&d.w))
 		rc = 1;
 	save_summary(&d);
 	if (d.summary)
@@ -628,11 +629,11 @@ int main(int argc, char **argv)
 		}
 		if (died) {
 			fprintf(stderr, "evs-dump: producer '%s' died (hang-up without closing its streams); "
-				"everything it had committed was drained and written\n", d.name);
+				"everything it had committed was drained\n", d.name);
 			if (!rc)
 				rc = 3;
 		} else if (ended == d.n && d.summary) {
-			fprintf(stderr, "evs-dump: producer '%s' closed its streams; everything committed was written\n",
+			fprintf(stderr, "evs-dump: producer '%s' closed its streams; everything it committed was drained\n",
 				d.name);
 		}
 	}
