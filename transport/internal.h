@@ -97,9 +97,11 @@ struct evs_stream {
 	uint64_t dropped_events[EVS_DROP_CAUSE_COUNT] __attribute__((aligned(EVS_CACHELINE)));
 	uint64_t dropped_bytes[EVS_DROP_CAUSE_COUNT];
 	uint64_t wakeups;
-	/* Drop burst not yet reported to the drop tracepoint. */
-	uint64_t burst_events;
-	uint64_t burst_bytes;
+	/* Drop run and the batch of it not yet reported to the drop
+	 * tracepoint; see drop.c. */
+	uint64_t burst_events;    /* drops since the last accepted event */
+	uint64_t burst_pending;   /* of those, not yet reported */
+	uint64_t burst_bytes;     /* bytes of the pending ones */
 	int burst_cause;
 
 	/* Cold. */

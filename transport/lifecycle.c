@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 
 #include "internal.h"
+#include "probes.h"
 
 static void stream_init_shared(struct evs_stream *s, const struct evs_producer *p)
 {
@@ -205,6 +206,8 @@ void evs_stream_activate(struct evs_stream *s)
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
 	/* pairs with smp_load_acquire(&s->active) in stream_reserve() */
 	smp_store_release(&s->active, 1);
+	if (EVS_PROBE_ENABLED(connect))
+		EVS_PROBE2(connect, s->core, s->owner ? s->owner->name : NULL);
 }
 
 void evs_stream_release_claim(struct evs_stream *s)
@@ -212,4 +215,6 @@ void evs_stream_release_claim(struct evs_stream *s)
 	/* the producer drops as no_consumer from its next emit on */
 	smp_store_release(&s->active, 0);
 	smp_store_release(&s->claimed, 0);
+	if (EVS_PROBE_ENABLED(disconnect))
+		EVS_PROBE2(disconnect, s->core, s->owner ? s->owner->name : NULL);
 }

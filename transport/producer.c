@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 
 #include "internal.h"
+#include "probes.h"
 
 static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int core)
 {
@@ -99,6 +100,8 @@ static void stream_wake_slow(struct evs_stream *s)
 	if (eventfd_write(s->efd, 1) == 0) {
 		s->wakeups++;
 		WRITE_ONCE(&s->prod->wakeups, s->wakeups);
+		if (EVS_PROBE_ENABLED(wakeup))
+			EVS_PROBE2(wakeup, s->core, s->wakeups);
 	}
 }
 
