@@ -79,3 +79,5 @@ endif
 bpffs:
 	@bash scripts/bpffs.sh
 test: bpffs
+
+-include $(wildcard $(EBPF_DIR)/*.d $(BUILD)/evs-drops.d $(BUILD)/evs-bench-drops.d)
