@@ -50,7 +50,7 @@ int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t 
 	}
 	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with stream_commit() */
 	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
-	if (prod_pos - cons_pos > ring_bytes) {
+	if (prod_pos - cons_pos > ring_bytes || cons_pos % EVS_RECORD_ALIGN) {
 		evs_map_detach(&c->map);
 		return evs_fail(EBADMSG, "stream of core %u: positions out of range", core);
 	}
@@ -230,6 +230,7 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 			continue;
 		}
 		WRITE_ONCE(&c->cons->wait, EVS_WAIT_ARMED);
+		c->arms++;
 		/* pairs with smp_mb() in stream_commit(): either the producer
 		 * sees ARMED, or we see its new prod_pos in consumer_fill() */
 		smp_mb();
@@ -285,17 +286,19 @@ EVS_API int evs_consumer__hup_fd(const struct evs_consumer *c)
 
 EVS_API int evs_consumer__stats(const struct evs_consumer *c, struct evs_stream_stats *st)
 {
+	struct evs_stream_stats full = { .sz = sizeof(full) };
 	size_t sz;
 
 	if (!c || !st || st->sz < offsetof(struct evs_stream_stats, core) + sizeof(st->core))
 		return -EINVAL;
-	sz = st->sz;
-	memset(st, 0, sz);
+	sz = st->sz < sizeof(full) ? st->sz : sizeof(full);
+	evs_stats_from_shm(c->prod, c->cons, &full);
+	full.released = c->released;
+	full.connected = 1;
+	full.producer_closed |= c->gone;
+	full.arms = c->arms;
+	memcpy(st, &full, sz);
 	st->sz = sz;
-	evs_stats_from_shm(c->prod, c->cons, st);
-	st->released = c->released;
-	st->connected = 1;
-	st->producer_closed |= c->gone;
 	return 0;
 }
 

@@ -183,6 +183,7 @@ struct evs_consumer {
 	bool armed;
 	bool kick_pending;
 	bool gone;                /* the producer socket hung up */
+	uint64_t arms;
 
 	int efd;
 	int sock;                 /* -1 in process */

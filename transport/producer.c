@@ -232,15 +232,17 @@ EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
 				struct evs_stream_stats *st)
 {
 	const struct evs_stream *s = stream_of(p, core);
+	struct evs_stream_stats full = { .sz = sizeof(full) };
 	size_t sz;
 
 	if (!s || !st || st->sz < offsetof(struct evs_stream_stats, core) + sizeof(st->core))
 		return -EINVAL;
-	sz = st->sz;
-	memset(st, 0, sz);
+	/* an older, smaller struct gets the fields it knows */
+	sz = st->sz < sizeof(full) ? st->sz : sizeof(full);
+	fill_stats_from_shm(s->prod, s->cons, &full);
+	full.connected = (uint32_t)READ_ONCE(&s->active);
+	memcpy(st, &full, sz);
 	st->sz = sz;
-	fill_stats_from_shm(s->prod, s->cons, st);
-	st->connected = (uint32_t)READ_ONCE(&s->active);
 	return 0;
 }
 
