@@ -308,6 +308,49 @@ START_TEST(test_xproc_producer_crash_drains_then_epipe)
 }
 END_TEST
 
+/* A consumer that only ever peeks (never sleeps) still learns that a
+ * crashed producer has gone, after reading everything it committed. */
+START_TEST(test_xproc_busy_peeker_sees_producer_crash)
+{
+	const char *name = evs_test_name("busy");
+	int ready[2];
+	struct evs_consumer *c;
+	struct evs_record rec;
+	uint64_t got = 0, empties = 0;
+	pid_t pid;
+	int err;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct evs_producer *p = evs_producer__new(name, 1, NULL);
+
+		if (!p || write(ready[1], "r", 1) != 1 || !wait_connected(p, 0, 1, 5000))
+			_exit(1);
+		emit_all(p, 0, 0, 300);
+		raise(SIGKILL);
+	}
+	sync_read(ready[0]);
+	c = evs_consumer__connect(name, 0, NULL);
+	ck_assert_msg(c, "%s", evs_errmsg());
+	while ((err = evs_consumer__peek(c, &rec)) == 0 || err == -EAGAIN) {
+		if (err == -EAGAIN) {
+			ck_assert_uint_lt(++empties, 100000000ull);
+			continue;
+		}
+		ck_assert_uint_eq(rec.hdr.data_size, size_of(got));
+		ck_assert(intact(rec.data, rec.hdr.data_size, got));
+		got++;
+		evs_consumer__release(c);
+	}
+	ck_assert_int_eq(err, -EPIPE);
+	ck_assert_uint_eq(got, 300);
+	ck_assert_int_eq(evs_consumer__prepare_wait(c), -EPIPE);
+	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
+	evs_consumer__free(c);
+}
+END_TEST
+
 /* A sleeping cross-process consumer is woken through the passed eventfd. */
 START_TEST(test_xproc_eventfd_wakes_other_process)
 {
@@ -350,6 +393,7 @@ int main(void)
 	tcase_add_test(tc, test_xproc_producer_exit_drains_then_epipe);
 	tcase_add_test(tc, test_xproc_producer_crash_drains_then_epipe);
 	tcase_add_test(tc, test_xproc_eventfd_wakes_other_process);
+	tcase_add_test(tc, test_xproc_busy_peeker_sees_producer_crash);
 	suite_add_tcase(s, tc);
 	return evs_run_suite(s);
 }

@@ -73,16 +73,34 @@ static int consumer_broken(struct evs_consumer *c)
 	return -EBADMSG;
 }
 
+/* A producer in another process that died cannot say so in shared memory:
+ * its end of the socket hangs up. One poll, no waiting. */
+static bool producer_hung_up(struct evs_consumer *c)
+{
+	struct pollfd pfd = { .fd = c->sock, .events = POLLIN };
+
+	if (c->sock >= 0 && !c->gone && poll(&pfd, 1, 0) == 1)
+		c->gone = true;
+	return c->gone;
+}
+
+/* Look at the socket this often when a busy-polling caller finds the ring
+ * empty: cheap for it, and a dead producer is still noticed. */
+#define EMPTY_PEEKS_PER_HUP_CHECK 256
+
 /* Empty ring: tell a live producer from one that has gone. */
 static int consumer_empty(struct evs_consumer *c)
 {
 	/* pairs with smp_store_release(&prod->state) in stream_fini() */
 	uint32_t state = smp_load_acquire(&c->prod->state);
 
-	if (!(state & EVS_STATE_CLOSED) && !c->gone)
-		return -EAGAIN;
-	/* everything committed before CLOSED (or before the producer died) is
-	 * visible now: look once more before saying the stream has ended */
+	if (!(state & EVS_STATE_CLOSED) && !c->gone) {
+		if (c->sock < 0 || ++c->empty_peeks % EMPTY_PEEKS_PER_HUP_CHECK || !producer_hung_up(c))
+			return -EAGAIN;
+	}
+	/* pairs with smp_store_release(&prod->prod_pos) in stream_commit():
+	 * everything committed before CLOSED (or before the producer died) is
+	 * visible now, so look once more before saying the stream has ended */
 	if (smp_load_acquire(&c->prod->prod_pos) != c->cons_pos)
 		return 1;
 	return -EPIPE;
@@ -216,7 +234,10 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 			return -EAGAIN;
 		if (err != -EAGAIN)
 			return err;
+		if (producer_hung_up(c))
+			continue; /* drain what is left, then -EPIPE */
 		if (c->armed) {
+			/* relaxed: only the xchg decides who takes the word */
 			if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED)
 				return 0; /* the producer will kick at its next commit */
 			c->armed = false; /* taken: the kick is done or on its way */

@@ -184,6 +184,7 @@ struct evs_consumer {
 	bool kick_pending;
 	bool gone;                /* the producer socket hung up */
 	uint64_t arms;
+	uint64_t empty_peeks;
 
 	int efd;
 	int sock;                 /* -1 in process */

@@ -209,7 +209,10 @@ void evs_stream_activate(struct evs_stream *s)
 
 void evs_stream_release_claim(struct evs_stream *s)
 {
-	/* the producer drops as no_consumer from its next emit on */
+	/* pairs with smp_load_acquire(&s->active) in stream_reserve(): the
+	 * producer drops as no_consumer from its next emit on */
 	smp_store_release(&s->active, 0);
+	/* pairs with cmpxchg(&s->claimed) in evs_stream_claim(): the next
+	 * consumer claims only after this one is inactive */
 	smp_store_release(&s->claimed, 0);
 }
