@@ -111,6 +111,8 @@ static void stream_commit(struct evs_stream *s)
 	h->flags = 0;
 	h->seq = s->produced;
 	h->timestamp_ns = s->timestamps ? now_ns() : 0;
+	/* old payload bytes are there after a wrap: reserved means zero */
+	memset(h->reserved, 0, sizeof(h->reserved));
 
 	s->produced++;
 	s->committed++;
