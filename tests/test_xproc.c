@@ -4,6 +4,7 @@
  * one consumer per stream, consumer hang-up and reconnect, producer exit
  * and crash with the committed records still drained.
  */
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -380,6 +381,68 @@ START_TEST(test_xproc_eventfd_wakes_other_process)
 }
 END_TEST
 
+/* The stream fd is an eventfd, handed to the other process. */
+START_TEST(test_xproc_stream_fd_is_an_eventfd)
+{
+	const char *name = evs_test_name("efd");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(p);
+	pid = fork();
+	if (pid == 0) {
+		struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
+		char path[64], link[64] = "";
+
+		if (!c)
+			_exit(1);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", evs_consumer__fd(c));
+		if (readlink(path, link, sizeof(link) - 1) < 0 || strcmp(link, "anon_inode:[eventfd]"))
+			_exit(2);
+		_exit(0);
+	}
+	ck_assert_int_eq(exit_code(pid), 0);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* A hostile consumer clears O_NONBLOCK on the shared eventfd and fills its
+ * counter, then arms: the producer's wake must not wait. */
+START_TEST(test_xproc_hostile_consumer_cannot_block_producer)
+{
+	const char *name = evs_test_name("hostile");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	int ready[2];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(pipe(ready), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
+		uint64_t full = 0xfffffffffffffffeull;
+		int fd;
+
+		if (!c)
+			_exit(1);
+		fd = evs_consumer__fd(c);
+		if (evs_consumer__prepare_wait(c) != 0 || fcntl(fd, F_SETFL, 0) < 0 ||
+		    write(fd, &full, 8) != 8 || write(ready[1], "r", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	sync_read(ready[0]);
+	alarm(10); /* a blocked producer fails the test by SIGALRM */
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(evs_producer__emit(p, 0, 3, "x", 1), 0);
+	alarm(0);
+	kill(pid, SIGKILL);
+	exit_code(pid);
+	evs_producer__free(p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("xproc");
@@ -394,6 +457,8 @@ int main(void)
 	tcase_add_test(tc, test_xproc_producer_crash_drains_then_epipe);
 	tcase_add_test(tc, test_xproc_eventfd_wakes_other_process);
 	tcase_add_test(tc, test_xproc_busy_peeker_sees_producer_crash);
+	tcase_add_test(tc, test_xproc_stream_fd_is_an_eventfd);
+	tcase_add_test(tc, test_xproc_hostile_consumer_cannot_block_producer);
 	suite_add_tcase(s, tc);
 	return evs_run_suite(s);
 }

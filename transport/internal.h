@@ -134,6 +134,12 @@ EVS_HIDDEN int evs_stream_claim(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_activate(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_release_claim(struct evs_stream *s);
 
+/* ------------------------------------------------------------ eventfd */
+/* Write 1 / read everything, never waiting whatever the consumer did to the
+ * shared file flags. */
+EVS_HIDDEN bool evs_efd_kick(int efd);
+EVS_HIDDEN void evs_efd_drain(int efd);
+
 /* ------------------------------------------------------------ registry */
 EVS_HIDDEN void evs_registry_lock(void);
 EVS_HIDDEN void evs_registry_unlock(void);

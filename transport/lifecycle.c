@@ -64,7 +64,7 @@ static void stream_fini(struct evs_stream *s)
 	}
 	/* wake a sleeping consumer so that it sees CLOSED */
 	if (s->efd >= 0) {
-		eventfd_write(s->efd, 1);
+		evs_efd_kick(s->efd);
 		close(s->efd);
 	}
 	if (s->conn_fd >= 0)
@@ -195,11 +195,8 @@ int evs_stream_claim(struct evs_stream *s)
 /* Called with the stream claimed, before the consumer can see any data. */
 void evs_stream_activate(struct evs_stream *s)
 {
-	uint64_t v;
-
 	/* a kick left over from a previous consumer would be a spurious wakeup */
-	while (eventfd_read(s->efd, &v) == 0)
-		;
+	evs_efd_drain(s->efd);
 	/* the consumer starts armed: the first commit wakes it, so a client
 	 * that polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);

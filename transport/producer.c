@@ -11,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 
 #include "internal.h"
 
@@ -94,9 +93,9 @@ static void stream_wake_slow(struct evs_stream *s)
 {
 	if (xchg(&s->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED)
 		return;
-	/* nonblocking eventfd: the counter cannot reach its limit with one
-	 * write per sleep, so this never waits */
-	if (eventfd_write(s->efd, 1) == 0) {
+	/* one write per sleep cannot fill the counter; evs_efd_kick() also
+	 * makes sure a consumer that filled it cannot make us wait */
+	if (evs_efd_kick(s->efd)) {
 		s->wakeups++;
 		WRITE_ONCE(&s->prod->wakeups, s->wakeups);
 	}
