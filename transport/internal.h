@@ -136,6 +136,12 @@ EVS_HIDDEN int evs_stream_claim(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_activate(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_release_claim(struct evs_stream *s);
 
+/* ------------------------------------------------------------ eventfd */
+/* Write 1 / read everything, never waiting whatever the consumer did to the
+ * shared file flags. */
+EVS_HIDDEN bool evs_efd_kick(int efd);
+EVS_HIDDEN void evs_efd_drain(int efd);
+
 /* ------------------------------------------------------------ registry */
 EVS_HIDDEN void evs_registry_lock(void);
 EVS_HIDDEN void evs_registry_unlock(void);
@@ -185,6 +191,8 @@ struct evs_consumer {
 	bool armed;
 	bool kick_pending;
 	bool gone;                /* the producer socket hung up */
+	uint64_t arms;
+	uint64_t empty_peeks;
 
 	int efd;
 	int sock;                 /* -1 in process */
