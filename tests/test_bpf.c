@@ -279,10 +279,15 @@ START_TEST(test_map_equals_shared_counters_after_flush)
 			ck_assert_uint_eq(v.total, s->dropped);
 			/* three runs on cores 0 and 1, one on core 2 */
 			ck_assert_uint_eq(v.bursts, core < 2 ? 3 : 1);
-			ck_assert_uint_gt(s->dropped_events[core < 2 ? EVS_DROP_RING_FULL
-								  : EVS_DROP_NO_CONSUMER], 0);
-			if (core < 2)
-				ck_assert_uint_eq(s->dropped_events[EVS_DROP_TOO_BIG], 5 + core);
+			/* and the numbers child_drops() meant to drop */
+			uint64_t full = core < 2 ? (50 + 7 * i + 3 * core) + (1500 + 100 * i) +
+						   (2 * BATCH + 52) : 0;
+			uint64_t big = core < 2 ? 5 + core : 0;
+			uint64_t none = core < 2 ? 0 : 300 + i;
+			ck_assert_uint_eq(s->dropped_events[EVS_DROP_RING_FULL], full);
+			ck_assert_uint_eq(s->dropped_events[EVS_DROP_TOO_BIG], big);
+			ck_assert_uint_eq(s->dropped_events[EVS_DROP_NO_CONSUMER], none);
+			ck_assert_uint_eq(v.bytes, (full + none) * SMALL + big * BIG);
 			entries++;
 
 			for (int r = 0; r < nrows; r++) {

@@ -266,6 +266,9 @@ static int run_background(const struct evs_drops_opts *o)
 
 		close(pfd[0]);
 		setsid();
+		/* a daemon must not keep the caller's directory busy */
+		if (chdir("/"))
+			_exit(1);
 		d = evs_drops__open(o);
 		if (!d) {
 			snprintf(msg, sizeof(msg), "E%s", evs_drops__errmsg());
