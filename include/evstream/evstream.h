@@ -186,6 +186,7 @@ struct evs_stream_stats {
 	uint32_t connected;       /* producer side: a consumer is attached */
 	uint32_t producer_closed; /* consumer side: the producer has gone */
 	uint32_t core;
+	uint64_t arms;            /* consumer side: times it armed the wakeup (>= wakeups - 1) */
 };
 
 EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
