@@ -68,7 +68,7 @@ cp "$EVSTREAM_RUNTIME_DIR/prints.txt" "$DIR/prints.txt" 2>/dev/null
 
 if [ "$drops" = 1 ]; then
 	echo "demo: eBPF drop table (evs-drops, from the evstream:drop probe):"
-	"$BUILD/evs-drops" --once -i 0.2 -d "$PIN" 2>&1 | sed 's/^/  /' ||
+	"$BUILD/evs-drops" --once -i 0.2 -d "$PIN" 2>&1 | grep -v "already counts" | sed 's/^/  /' ||
 		echo "demo: evs-drops --once failed"
 fi
 
