@@ -11,7 +11,12 @@ PY=/usr/bin/python3
 for b in "$DEMO" "$DUMP"; do
 	[ -x "$b" ] || { echo "FAIL: $b is not built (make dump-tools)"; exit 1; }
 done
-T=$(mktemp -d /tmp/evs-dumptest.XXXXXX)
+# Dumps go to memory when there is room: thousands of small files created
+# and deleted per run are slow on a busy disk and add to its churn.
+base=/tmp
+avail=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
+[ -n "$avail" ] && [ "$avail" -gt 524288 ] && [ -w /dev/shm ] && base=/dev/shm
+T=$(mktemp -d "$base/evs-dumptest.XXXXXX")
 export EVSTREAM_RUNTIME_DIR=$T/run
 mkdir -m 700 "$EVSTREAM_RUNTIME_DIR"
 NAME=dt-$$
