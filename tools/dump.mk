@@ -8,6 +8,8 @@ DUMP_CFLAGS := $(filter-out -MMD -MP,$(ALL_CFLAGS)) -Itools
 
 PROGRAMS     += $(BUILD)/evs-dump $(BUILD)/evs-demo
 INSTALL_BINS += $(BUILD)/evs-dump $(BUILD)/evs-demo
+# install's prerequisites were read before this fragment: name ours here
+install: $(BUILD)/evs-dump $(BUILD)/evs-demo
 
 DUMP_DIR ?= dump
 DEMO_SECONDS ?= 3
