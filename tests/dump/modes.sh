@@ -11,6 +11,17 @@ wait_pid "$DEMO_PID" 30 || fail "evs-demo"
 wait_pid "$DUMP_PID" 30 || fail "evs-dump --raw exited with $?"
 [ "$(head -c 8 "$T/r/core0.evsraw")" = EVSRAW01 ] || fail "raw file magic"
 ls "$T/r" | grep -q '^c[0-9]' && fail "raw mode wrote .npy directories"
+# the index's offsets point at the records' headers (seq at byte 16)
+"$PY" - "$T/r" <<'PYEOF' || fail "raw offsets"
+import json, struct, sys
+d = sys.argv[1]
+files = {}
+for l in open(d + "/index.jsonl"):
+    r = json.loads(l)
+    f = files.setdefault(r["file"], open(d + "/" + r["file"], "rb").read())
+    size, typ, flags, seq = struct.unpack_from("<QIIQ", f, r["offset"])
+    assert seq == r["seq"] and typ == 1, (r, seq)
+PYEOF
 "$DUMP" --convert "$T/r" -o "$T/rn" -q || fail "convert"
 verify "$T/rn" --pattern all
 [ "$(wc -l <"$T/rn/index.jsonl")" -eq 600 ] || fail "converted index lines"
