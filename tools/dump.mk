@@ -27,8 +27,9 @@ dump-tools: $(BUILD)/evs-dump $(BUILD)/evs-demo
 
 # The first command to run: build, run the simulated runtime and the dumper
 # for a few seconds, print the summary, verify every file of the dump.
+# With the eBPF fragment present and buildable, evs-drops too, for its table.
 demo: deps check-env
-	@$(MAKE) --no-print-directory lib dump-tools
+	@$(MAKE) --no-print-directory lib dump-tools $(if $(EBPF_PROGS),$(if $(EBPF_MISSING),,$(BUILD)/evs-drops bpffs))
 	@BUILD=$(BUILD) DUMP_DIR=$(DUMP_DIR) DEMO_SECONDS=$(DEMO_SECONDS) bash scripts/demo.sh
 
 # Unit suite for the .npy writer and the payload reader.
