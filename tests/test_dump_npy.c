@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "helpers.h"
+#include "jsonl.h"
 #include "npy.h"
 #include "preview.h"
 #include "tensor_event.h"
@@ -232,6 +233,20 @@ START_TEST(test_preview_prints_like_numpy)
 }
 END_TEST
 
+START_TEST(test_json_put_str_keeps_the_index_valid_utf8)
+{
+	char out[128];
+	FILE *f = fmemopen(out, sizeof(out), "w");
+
+	/* quote, backslash, newline, control, valid UTF-8 (U+2192), a stray
+	 * continuation byte, a truncated sequence, an overlong form */
+	json_put_str(f, "a\"b\\c\n\x01 \xe2\x86\x92 \x80 \xe2\x86 \xc0\xaf");
+	fclose(f);
+	ck_assert_str_eq(out, "\"a\\\"b\\\\c\\n\\u0001 \xe2\x86\x92 \\u0080 \\u00e2\\u0086 "
+			      "\\u00c0\\u00af\"");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("dump_npy");
@@ -246,6 +261,7 @@ int main(void)
 	tcase_add_test(tc, test_tensor_event_parse_uses_the_recorded_ndim);
 	tcase_add_test(tc, test_tensor_event_parse_rejects_inconsistent_payloads);
 	tcase_add_test(tc, test_preview_prints_like_numpy);
+	tcase_add_test(tc, test_json_put_str_keeps_the_index_valid_utf8);
 	suite_add_tcase(s, tc);
 	return evs_run_suite(s);
 }

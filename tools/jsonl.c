@@ -5,11 +5,40 @@
 
 #include "jsonl.h"
 
+/* Length of the valid UTF-8 sequence at s, or 0. */
+static int utf8_len(const unsigned char *s)
+{
+	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	/* no overlong forms, surrogates or code points past U+10FFFF */
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return n;
+}
+
 void json_put_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
+
+		if (ch >= 0x80) {
+			/* the producer's text is untrusted: keep the index valid
+			 * JSON (UTF-8), showing stray bytes as code points U+0080..U+00FF */
+			int n = utf8_len((const unsigned char *)s);
+
+			if (n) {
+				fwrite(s, 1, (size_t)n, f);
+				s += n - 1;
+			} else {
+				fprintf(f, "\\u%04x", ch);
+			}
+			continue;
+		}
 
 		switch (ch) {
 		case '"':  fputs("\\\"", f); break;
@@ -21,7 +50,7 @@ void json_put_str(FILE *f, const char *s)
 			if (ch < 0x20 || ch == 0x7f)
 				fprintf(f, "\\u%04x", ch);
 			else
-				fputc(ch, f); /* UTF-8 passes through */
+				fputc(ch, f);
 		}
 	}
 	fputc('"', f);
