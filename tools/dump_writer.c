@@ -65,11 +65,17 @@ int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode
 		fprintf(stderr, "evs-dump: cannot open output directory '%s': %s\n", dir, strerror(errno));
 		return err;
 	}
-	/* creating the index is the writability check: fail before connecting */
-	fd = openat(w->dirfd, INDEX_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* creating the index is the writability check: fail before connecting;
+	 * never mix two dumps in one directory */
+	fd = openat(w->dirfd, INDEX_NAME, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		err = -errno;
-		fprintf(stderr, "evs-dump: cannot write to output directory '%s': %s\n", dir, strerror(errno));
+		if (errno == EEXIST)
+			fprintf(stderr, "evs-dump: '%s' already holds a dump (" INDEX_NAME "): remove it "
+				"or choose another output directory\n", dir);
+		else
+			fprintf(stderr, "evs-dump: cannot write to output directory '%s': %s\n", dir,
+				strerror(errno));
 		return err;
 	}
 	w->index = fdopen(fd, "w");

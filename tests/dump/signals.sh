@@ -49,6 +49,12 @@ kill -INT "$DUMP_PID"
 wait_pid "$DUMP_PID" 20 || fail "SIGINT mid-stream: exit $?"
 verify "$T/m" >/dev/null
 grep -q '^evs-dump: [0-9]* events' "$T/m.stderr" || fail "no summary after SIGINT"
+# SIGTERM does the same.
+start_dump "$T/q" --no-print
+wait_for "[ -s $T/q/index.jsonl ]" 10
+kill -TERM "$DUMP_PID"
+wait_pid "$DUMP_PID" 20 || fail "SIGTERM mid-stream: exit $?"
+verify "$T/q" >/dev/null
 # ... and SIGKILL to the producer while it runs.
 start_dump "$T/p" --no-print
 wait_for "[ -s $T/p/index.jsonl ]" 10
@@ -56,4 +62,4 @@ kill -KILL "$DEMO_PID"
 wait_pid "$DUMP_PID" 20; rc=$?
 [ "$rc" -eq 3 ] || fail "producer killed mid-stream: exit $rc, expected 3"
 verify "$T/p" >/dev/null
-ok "mid-stream SIGINT (exit 0) and producer SIGKILL (exit 3): complete, verified dumps"
+ok "mid-stream SIGINT and SIGTERM (exit 0), producer SIGKILL (exit 3): complete, verified dumps"

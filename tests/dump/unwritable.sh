@@ -11,6 +11,12 @@ touch "$T/file"
 grep -q "cannot create output directory '$T/file/out': Not a directory" "$T/e1" || { cat "$T/e1"; fail "message"; }
 ok "path below a regular file: '$(cat "$T/e1")', exit 2"
 
+mkdir "$T/old" && echo '{}' >"$T/old/index.jsonl"
+"$DUMP" -o "$T/old" "$NAME" 2>"$T/e5"; rc=$?
+[ "$rc" -eq 2 ] && grep -q "already holds a dump" "$T/e5" || fail "a previous dump was not refused"
+[ "$(cat "$T/old/index.jsonl")" = '{}' ] || fail "a previous dump was touched"
+ok "a directory holding a previous dump: refused, left alone, exit 2"
+
 if [ "$(id -u)" -eq 0 ] && mkdir "$T/ro" && mount -t tmpfs -o ro,size=1M evs-dumptest "$T/ro" 2>/dev/null; then
 	MOUNTS+=("$T/ro")
 	"$DUMP" -o "$T/ro" "$NAME" 2>"$T/e2"; rc=$?
