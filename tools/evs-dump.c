@@ -41,6 +41,7 @@ struct stream {
 	bool hup;            /* the producer's socket hung up */
 	bool died;           /* hung up without closing its streams */
 	bool done;           /* ended (drained, or broken) */
+	bool broken;         /* the ring was corrupt: the stream was given up */
 	uint64_t drain_left; /* when stopping: records still to take */
 };
 
@@ -87,7 +88,8 @@ static void usage(FILE *f)
 "  -p, --progress        live status line even when stderr is not a terminal\n"
 "  -s, --summary         summary at the end even when stderr is not a terminal\n"
 "  -q, --quiet           neither status line nor summary\n"
-"Exit status: 0 done; 1 events could not be written; 2 bad usage or setup;\n"
+"Exit status: 0 done; 1 events could not be written (or a stream broke);\n"
+"2 bad usage or setup; "
 "3 the producer died (its rings were drained first).\n");
 }
 
@@ -265,8 +267,10 @@ static bool stream_drain(struct dumper *d, struct stream *s)
 					continue;
 			}
 		}
-		if (err != -EPIPE)
+		if (err != -EPIPE) {
 			fprintf(stderr, "evs-dump: core %u: stream broken: %s\n", s->core, evs_strerror(err));
+			s->broken = true;
+		}
 		stream_end(d, s);
 		return false;
 	}
@@ -642,6 +646,9 @@ int main(int argc, char **argv)
 			d.w.failed, strerror(d.w.first_errno));
 		rc = 1;
 	}
+	for (unsigned int i = 0; i < d.n; i++)
+		if (d.s[i].broken)
+			rc = 1;
 	if (d.w.bad) {
 		fprintf(stderr, "evs-dump: %" PRIu64 " malformed events were indexed as \"bad\"\n", d.w.bad);
 		rc = rc ? rc : 1;
