@@ -38,9 +38,9 @@ static int mkdir_p(const char *dir)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(path, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
+	if (mkdir(path, 0755) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	return 1; /* created */
 }
 
 int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode)
@@ -55,10 +55,11 @@ int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode
 		w->err = stderr;
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	err = mkdir_p(dir);
-	if (err) {
+	if (err < 0) {
 		fprintf(stderr, "evs-dump: cannot create output directory '%s': %s\n", dir, strerror(-err));
 		return err;
 	}
+	w->created_dir = err == 1;
 	w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (w->dirfd < 0) {
 		err = -errno;
@@ -396,6 +397,33 @@ int dump_writer_close_index(struct dump_writer *w)
 		err = -errno;
 	w->index = NULL;
 	return err;
+}
+
+/* Nothing was dumped (setup failed): take back what open and add_core
+ * made, so that the directory is not taken for a dump next time. */
+void dump_writer_abort(struct dump_writer *w)
+{
+	char name[64];
+
+	if (w->index) {
+		fclose(w->index);
+		w->index = NULL;
+		unlinkat(w->dirfd, INDEX_NAME, 0);
+	}
+	for (unsigned int i = 0; i < w->ncores; i++) {
+		if (!w->cores[i].used)
+			continue;
+		if (w->mode == DUMP_NPY) {
+			snprintf(name, sizeof(name), "c%u", i);
+			unlinkat(w->dirfd, name, AT_REMOVEDIR); /* only if empty */
+		} else if (w->mode == DUMP_RAW) {
+			snprintf(name, sizeof(name), "core%u.evsraw", i);
+			unlinkat(w->dirfd, name, 0);
+		}
+	}
+	dump_writer_close(w);
+	if (w->created_dir)
+		rmdir(w->dir);
 }
 
 int dump_writer_close(struct dump_writer *w)

@@ -59,6 +59,7 @@ struct dump_writer {
 	struct dump_core *cores;
 	uint64_t events, bytes, failed, bad, index_failed;
 	int first_errno;       /* of the first failed write */
+	bool created_dir;      /* open made the output directory */
 	long index_reserved;   /* the index's disk space is allocated up to here */
 	bool reserve_failed;
 	bool reported;         /* the first failure was reported */
@@ -87,5 +88,7 @@ void dump_writer_reserve(struct dump_writer *w);
 /* Flushes and closes the index, giving back the reserve; then close. */
 int dump_writer_close_index(struct dump_writer *w);
 int dump_writer_close(struct dump_writer *w);
+/* Setup failed before any event: remove what open and add_core created. */
+void dump_writer_abort(struct dump_writer *w);
 
 #endif

@@ -584,13 +584,11 @@ int main(int argc, char **argv)
 
 	d.s = calloc(MAX_CORES, sizeof(*d.s));
 	d.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (!d.s || d.ep < 0) {
-		perror("evs-dump");
-		return 2;
-	}
-	if (connect_all(&d, core_set, all_cores, wait_s)) {
+	if (!d.s || d.ep < 0 || connect_all(&d, core_set, all_cores, wait_s)) {
+		if (!d.s || d.ep < 0)
+			perror("evs-dump");
 		rc = 2;
-		goto out;
+		goto out_abort;
 	}
 
 	/* signals arrive through the epoll set, between records */
@@ -607,7 +605,7 @@ int main(int argc, char **argv)
 	    (seconds > 0 && arm_timer(d.deadline_fd, (int64_t)(seconds * 1e9), 0))) {
 		perror("evs-dump: setting up epoll");
 		rc = 2;
-		goto out;
+		goto out_abort;
 	}
 	d.t0 = d.last_t = now_ns();
 
@@ -653,11 +651,23 @@ int main(int argc, char **argv)
 		fprintf(stderr, "evs-dump: %" PRIu64 " malformed events were indexed as \"bad\"\n", d.w.bad);
 		rc = rc ? rc : 1;
 	}
-out:
 	for (unsigned int i = 0; i < d.n; i++)
 		evs_consumer__free(d.s[i].c);
 	if (dump_writer_close(&d.w) && !rc)
 		rc = 1;
+	goto out_fds;
+out_abort:
+	for (unsigned int i = 0; i < d.n; i++)
+		evs_consumer__free(d.s[i].c);
+	dump_writer_abort(&d.w);
+out_fds:
+	{
+		int fds[] = { d.ep, d.sfd, d.tick_fd, d.deadline_fd };
+
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
 	free(d.s);
 	return rc;
 }

@@ -11,6 +11,12 @@ touch "$T/file"
 grep -q "cannot create output directory '$T/file/out': Not a directory" "$T/e1" || { cat "$T/e1"; fail "message"; }
 ok "path below a regular file: '$(cat "$T/e1")', exit 2"
 
+# No such producer: exit 2, and nothing is left that a retry would refuse.
+"$DUMP" -o "$T/none" "no-such-$NAME" 2>"$T/e6"; rc=$?
+[ "$rc" -eq 2 ] && grep -q "no producer named 'no-such-$NAME'" "$T/e6" || fail "no producer: exit $rc"
+[ ! -e "$T/none" ] || fail "no producer: '$T/none' was left behind"
+ok "no such producer: '$(cat "$T/e6")', exit 2, no directory left"
+
 mkdir "$T/old" && echo '{}' >"$T/old/index.jsonl"
 "$DUMP" -o "$T/old" "$NAME" 2>"$T/e5"; rc=$?
 [ "$rc" -eq 2 ] && grep -q "already holds a dump" "$T/e5" || fail "a previous dump was not refused"
