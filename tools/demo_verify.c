@@ -28,6 +28,7 @@ struct verify {
 	const char *dir;
 	uint64_t lines, tensors, prints, bytes, files, gaps, missing, bad;
 	uint64_t next_seq[MAX_CORES];
+	uint64_t last_ts[MAX_CORES];
 };
 
 static void fail(struct verify *v, uint64_t line, const char *fmt, ...)
@@ -131,7 +132,7 @@ static void check_file(struct verify *v, uint64_t ln, const char *file, const st
 static void check_line(struct verify *v, uint64_t ln, const char *line, int pattern, uint64_t seed,
 		       bool allow_missing)
 {
-	uint64_t seq, core, gap, bytes, pipe, shape[8];
+	uint64_t seq, core, gap, bytes, pipe, shape[8], ts;
 	char kind[16], dtype[32], prefix[1200], want[1200], file[256];
 	struct demo_event e;
 	uint32_t ndim = 0;
@@ -147,6 +148,12 @@ static void check_line(struct verify *v, uint64_t ln, const char *line, int patt
 		     core, seq, gap, v->next_seq[core] - 1);
 	v->next_seq[core] = seq + 1;
 	v->gaps += gap;
+	if (!json_get_u64(line, "ts_ns", &ts)) {
+		/* CLOCK_MONOTONIC at commit, one producer thread per core */
+		if (ts < v->last_ts[core])
+			fail(v, ln, "core %" PRIu64 " seq %" PRIu64 ": timestamp goes backwards", core, seq);
+		v->last_ts[core] = ts;
+	}
 
 	demo_event_make(pattern, seed, (unsigned int)core, seq, &e);
 	if (json_get_str(line, "prefix", prefix, sizeof(prefix)) ||
