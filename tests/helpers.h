@@ -4,6 +4,8 @@
 #define EVS_TEST_HELPERS_H
 
 #include <check.h>
+#include <stdbool.h>
+#include <time.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -50,7 +50,7 @@ int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t 
 	}
 	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with stream_commit() */
 	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
-	if (prod_pos - cons_pos > ring_bytes) {
+	if (prod_pos - cons_pos > ring_bytes || cons_pos % EVS_RECORD_ALIGN) {
 		evs_map_detach(&c->map);
 		return evs_fail(EBADMSG, "stream of core %u: positions out of range", core);
 	}
@@ -73,16 +73,34 @@ static int consumer_broken(struct evs_consumer *c)
 	return -EBADMSG;
 }
 
+/* A producer in another process that died cannot say so in shared memory:
+ * its end of the socket hangs up. One poll, no waiting. */
+static bool producer_hung_up(struct evs_consumer *c)
+{
+	struct pollfd pfd = { .fd = c->sock, .events = POLLIN };
+
+	if (c->sock >= 0 && !c->gone && poll(&pfd, 1, 0) == 1)
+		c->gone = true;
+	return c->gone;
+}
+
+/* Look at the socket this often when a busy-polling caller finds the ring
+ * empty: cheap for it, and a dead producer is still noticed. */
+#define EMPTY_PEEKS_PER_HUP_CHECK 256
+
 /* Empty ring: tell a live producer from one that has gone. */
 static int consumer_empty(struct evs_consumer *c)
 {
 	/* pairs with smp_store_release(&prod->state) in stream_fini() */
 	uint32_t state = smp_load_acquire(&c->prod->state);
 
-	if (!(state & EVS_STATE_CLOSED) && !c->gone)
-		return -EAGAIN;
-	/* everything committed before CLOSED (or before the producer died) is
-	 * visible now: look once more before saying the stream has ended */
+	if (!(state & EVS_STATE_CLOSED) && !c->gone) {
+		if (c->sock < 0 || ++c->empty_peeks % EMPTY_PEEKS_PER_HUP_CHECK || !producer_hung_up(c))
+			return -EAGAIN;
+	}
+	/* pairs with smp_store_release(&prod->prod_pos) in stream_commit():
+	 * everything committed before CLOSED (or before the producer died) is
+	 * visible now, so look once more before saying the stream has ended */
 	if (smp_load_acquire(&c->prod->prod_pos) != c->cons_pos)
 		return 1;
 	return -EPIPE;
@@ -221,7 +239,10 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 			return -EAGAIN;
 		if (err != -EAGAIN)
 			return err;
+		if (producer_hung_up(c))
+			continue; /* drain what is left, then -EPIPE */
 		if (c->armed) {
+			/* relaxed: only the xchg decides who takes the word */
 			if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED)
 				return 0; /* the producer will kick at its next commit */
 			c->armed = false; /* taken: the kick is done or on its way */
@@ -235,6 +256,7 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 			continue;
 		}
 		WRITE_ONCE(&c->cons->wait, EVS_WAIT_ARMED);
+		c->arms++;
 		/* pairs with smp_mb() in stream_commit(): either the producer
 		 * sees ARMED, or we see its new prod_pos in consumer_fill() */
 		smp_mb();
@@ -290,17 +312,19 @@ EVS_API int evs_consumer__hup_fd(const struct evs_consumer *c)
 
 EVS_API int evs_consumer__stats(const struct evs_consumer *c, struct evs_stream_stats *st)
 {
+	struct evs_stream_stats full = { .sz = sizeof(full) };
 	size_t sz;
 
 	if (!c || !st || st->sz < offsetof(struct evs_stream_stats, core) + sizeof(st->core))
 		return -EINVAL;
-	sz = st->sz;
-	memset(st, 0, sz);
+	sz = st->sz < sizeof(full) ? st->sz : sizeof(full);
+	evs_stats_from_shm(c->prod, c->cons, &full);
+	full.released = c->released;
+	full.connected = 1;
+	full.producer_closed |= c->gone;
+	full.arms = c->arms;
+	memcpy(st, &full, sz);
 	st->sz = sz;
-	evs_stats_from_shm(c->prod, c->cons, st);
-	st->released = c->released;
-	st->connected = 1;
-	st->producer_closed |= c->gone;
 	return 0;
 }
 

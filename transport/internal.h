@@ -97,9 +97,11 @@ struct evs_stream {
 	uint64_t dropped_events[EVS_DROP_CAUSE_COUNT] __attribute__((aligned(EVS_CACHELINE)));
 	uint64_t dropped_bytes[EVS_DROP_CAUSE_COUNT];
 	uint64_t wakeups;
-	/* Drop burst not yet reported to the drop tracepoint. */
-	uint64_t burst_events;
-	uint64_t burst_bytes;
+	/* Drop run and the batch of it not yet reported to the drop
+	 * tracepoint; see drop.c. */
+	uint64_t burst_events;    /* drops since the last accepted event */
+	uint64_t burst_pending;   /* of those, not yet reported */
+	uint64_t burst_bytes;     /* bytes of the pending ones */
 	int burst_cause;
 
 	/* Cold. */
@@ -133,6 +135,12 @@ EVS_HIDDEN void evs_stream_drop_flush(struct evs_stream *s);
 EVS_HIDDEN int evs_stream_claim(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_activate(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_release_claim(struct evs_stream *s);
+
+/* ------------------------------------------------------------ eventfd */
+/* Write 1 / read everything, never waiting whatever the consumer did to the
+ * shared file flags. */
+EVS_HIDDEN bool evs_efd_kick(int efd);
+EVS_HIDDEN void evs_efd_drain(int efd);
 
 /* ------------------------------------------------------------ registry */
 EVS_HIDDEN void evs_registry_lock(void);
@@ -183,6 +191,8 @@ struct evs_consumer {
 	bool armed;
 	bool kick_pending;
 	bool gone;                /* the producer socket hung up */
+	uint64_t arms;
+	uint64_t empty_peeks;
 
 	int efd;
 	int sock;                 /* -1 in process */

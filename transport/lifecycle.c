@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 
 #include "internal.h"
+#include "probes.h"
 
 static void stream_init_shared(struct evs_stream *s, const struct evs_producer *p)
 {
@@ -64,7 +65,7 @@ static void stream_fini(struct evs_stream *s)
 	}
 	/* wake a sleeping consumer so that it sees CLOSED */
 	if (s->efd >= 0) {
-		eventfd_write(s->efd, 1);
+		evs_efd_kick(s->efd);
 		close(s->efd);
 	}
 	if (s->conn_fd >= 0)
@@ -195,21 +196,25 @@ int evs_stream_claim(struct evs_stream *s)
 /* Called with the stream claimed, before the consumer can see any data. */
 void evs_stream_activate(struct evs_stream *s)
 {
-	uint64_t v;
-
 	/* a kick left over from a previous consumer would be a spurious wakeup */
-	while (eventfd_read(s->efd, &v) == 0)
-		;
+	evs_efd_drain(s->efd);
 	/* the consumer starts armed: the first commit wakes it, so a client
 	 * that polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
 	/* pairs with smp_load_acquire(&s->active) in stream_reserve() */
 	smp_store_release(&s->active, 1);
+	if (EVS_PROBE_ENABLED(connect))
+		EVS_PROBE2(connect, s->core, s->owner ? s->owner->name : NULL);
 }
 
 void evs_stream_release_claim(struct evs_stream *s)
 {
-	/* the producer drops as no_consumer from its next emit on */
+	/* pairs with smp_load_acquire(&s->active) in stream_reserve(): the
+	 * producer drops as no_consumer from its next emit on */
 	smp_store_release(&s->active, 0);
+	/* pairs with cmpxchg(&s->claimed) in evs_stream_claim(): the next
+	 * consumer claims only after this one is inactive */
 	smp_store_release(&s->claimed, 0);
+	if (EVS_PROBE_ENABLED(disconnect))
+		EVS_PROBE2(disconnect, s->core, s->owner ? s->owner->name : NULL);
 }

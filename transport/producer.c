@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 
 #include "internal.h"
+#include "probes.h"
 
 static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int core)
 {
@@ -94,11 +94,13 @@ static void stream_wake_slow(struct evs_stream *s)
 {
 	if (xchg(&s->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED)
 		return;
-	/* nonblocking eventfd: the counter cannot reach its limit with one
-	 * write per sleep, so this never waits */
-	if (eventfd_write(s->efd, 1) == 0) {
+	/* one write per sleep cannot fill the counter; evs_efd_kick() also
+	 * makes sure a consumer that filled it cannot make us wait */
+	if (evs_efd_kick(s->efd)) {
 		s->wakeups++;
 		WRITE_ONCE(&s->prod->wakeups, s->wakeups);
+		if (EVS_PROBE_ENABLED(wakeup))
+			EVS_PROBE2(wakeup, s->core, s->wakeups);
 	}
 }
 
@@ -111,6 +113,8 @@ static void stream_commit(struct evs_stream *s)
 	h->flags = 0;
 	h->seq = s->produced;
 	h->timestamp_ns = s->timestamps ? now_ns() : 0;
+	/* old payload bytes are there after a wrap: reserved means zero */
+	memset(h->reserved, 0, sizeof(h->reserved));
 
 	s->produced++;
 	s->committed++;
@@ -232,15 +236,17 @@ EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
 				struct evs_stream_stats *st)
 {
 	const struct evs_stream *s = stream_of(p, core);
+	struct evs_stream_stats full = { .sz = sizeof(full) };
 	size_t sz;
 
 	if (!s || !st || st->sz < offsetof(struct evs_stream_stats, core) + sizeof(st->core))
 		return -EINVAL;
-	sz = st->sz;
-	memset(st, 0, sz);
+	/* an older, smaller struct gets the fields it knows */
+	sz = st->sz < sizeof(full) ? st->sz : sizeof(full);
+	fill_stats_from_shm(s->prod, s->cons, &full);
+	full.connected = (uint32_t)READ_ONCE(&s->active);
+	memcpy(st, &full, sz);
 	st->sz = sz;
-	fill_stats_from_shm(s->prod, s->cons, st);
-	st->connected = (uint32_t)READ_ONCE(&s->active);
 	return 0;
 }
 

@@ -1,0 +1,494 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ring behaviour, one behaviour per test, each run in both memory modes
+ * (loop index 0: normal pages, 1: huge pages). The huge-page variant skips
+ * with the reason when no huge page can be had.
+ */
+#include "helpers.h"
+#include "layout.h"
+#include "nrt/ndebug_stream.h"
+
+struct ring {
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	uint64_t cap;
+};
+
+/* Producer with one stream of the smallest ring the mode allows, and an
+ * in-process consumer. Returns false (after printing why) if the mode is
+ * not available here. */
+static bool ring_open(struct ring *r, int mode, uint64_t max_events)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .max_events = max_events,
+		 .hugepages = mode ? EVS_HUGEPAGES_ON : EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+
+	r->p = evs_producer__new(NULL, 1, &o);
+	if (!r->p && mode) {
+		printf("SKIP %s: no huge page could be had (%s); HugePages_Free=%ld\n",
+		       evs_mode_name(mode), evs_errmsg(), evs_hugepages_free());
+		return false;
+	}
+	ck_assert_msg(r->p, "producer: %s", evs_errmsg());
+	r->c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(r->c, "consumer: %s", evs_errmsg());
+	ck_assert_int_eq(evs_producer__stats(r->p, 0, &st), 0);
+	ck_assert_uint_eq(st.hugepages, mode ? 1 : 0);
+	ck_assert_uint_eq(st.page_size, mode ? 2u << 20 : 4096u);
+	r->cap = st.ring_bytes;
+	ck_assert_uint_eq(r->cap, st.page_size); /* 4096 rounded up to one page */
+	return true;
+}
+
+static void ring_close(struct ring *r)
+{
+	evs_consumer__free(r->c);
+	evs_producer__free(r->p);
+}
+
+static struct evs_stream_stats stats_of(struct ring *r)
+{
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+
+	ck_assert_int_eq(evs_producer__stats(r->p, 0, &st), 0);
+	return st;
+}
+
+static void fill_pattern(uint8_t *b, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed * 31 + i * 7);
+}
+
+static bool check_pattern(const uint8_t *b, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (uint8_t)(seed * 31 + i * 7))
+			return false;
+	return true;
+}
+
+START_TEST(test_ring_empty_peek_returns_eagain)
+{
+	struct ring r;
+	struct evs_record rec;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), -EAGAIN);
+	ck_assert_int_eq(evs_consumer__release(r.c), -EINVAL);
+	ck_assert_int_eq(evs_consumer__prepare_wait(r.c), 0);
+	ck_assert_uint_eq(stats_of(&r).produced, 0);
+	ring_close(&r);
+}
+END_TEST
+
+START_TEST(test_ring_rejects_write_when_full_by_bytes)
+{
+	struct ring r;
+	uint8_t buf[64];
+	struct evs_record rec;
+	uint64_t fits, n = 0;
+	struct evs_stream_stats st;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	fits = r.cap / evs_record_len(sizeof(buf));
+	while (evs_producer__emit(r.p, 0, 7, buf, sizeof(buf)) == 0)
+		n++;
+	ck_assert_uint_eq(n, fits);
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 7, buf, sizeof(buf)), -ENOBUFS);
+	st = stats_of(&r);
+	ck_assert_uint_eq(st.committed, fits);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_RING_FULL], 2);
+	ck_assert_uint_eq(st.dropped_bytes[EVS_DROP_RING_FULL], 2 * sizeof(buf));
+	ck_assert_uint_eq(st.produced, st.committed + st.dropped);
+	/* the newest is dropped: after one release there is room again */
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.seq, 0);
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 7, buf, sizeof(buf)), 0);
+	ring_close(&r);
+}
+END_TEST
+
+START_TEST(test_ring_rejects_write_when_full_by_count)
+{
+	struct ring r;
+	struct evs_record rec;
+
+	if (!ring_open(&r, _i, 3))
+		return;
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, NULL, 0), 0);
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, NULL, 0), -ENOBUFS);
+	ck_assert_uint_eq(stats_of(&r).dropped_events[EVS_DROP_RING_FULL], 1);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, NULL, 0), 0);
+	ring_close(&r);
+}
+END_TEST
+
+/* Records that run past the end of the ring are contiguous in the
+ * consumer's view thanks to the second mapping. */
+START_TEST(test_ring_wrap_keeps_payload_contiguous)
+{
+	struct ring r;
+	uint8_t buf[3000];
+	struct evs_record rec;
+	uint64_t pos = 0, straddled = 0;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	for (uint64_t i = 0; pos < 3 * r.cap; i++) {
+		size_t n = (size_t)((i * 977) % (sizeof(buf) < r.cap / 3 ? sizeof(buf) : r.cap / 3));
+
+		fill_pattern(buf, n, i);
+		ck_assert_int_eq(evs_producer__emit(r.p, 0, 2, buf, n), 0);
+		ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+		ck_assert_uint_eq(rec.hdr.data_size, n);
+		ck_assert_uint_eq(rec.hdr.seq, i);
+		ck_assert(check_pattern(rec.data, n, i));
+		for (size_t k = 0; k < sizeof(rec.hdr.reserved); k++)
+			ck_assert_uint_eq(rec.hdr.reserved[k], 0);
+		ck_assert_uint_eq(rec.hdr.flags, 0);
+		if (pos % r.cap + evs_record_len(n) > r.cap)
+			straddled++;
+		pos += evs_record_len(n);
+		ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	}
+	ck_assert_uint_gt(straddled, 0);
+	ring_close(&r);
+}
+END_TEST
+
+START_TEST(test_ring_accepts_exact_fit)
+{
+	struct ring r;
+	struct evs_record rec;
+	void *d;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	/* one record exactly the size of the ring, after a wrap */
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, "abc", 3), 0);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	d = evs_producer__reserve(r.p, 0, 9, r.cap - EVS_RECORD_HDR);
+	ck_assert_ptr_nonnull(d);
+	memset(d, 0x5a, r.cap - EVS_RECORD_HDR);
+	ck_assert_int_eq(evs_producer__commit(r.p, 0), 0);
+	/* now full: even an empty event does not fit */
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, NULL, 0), -ENOBUFS);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.data_size, r.cap - EVS_RECORD_HDR);
+	ck_assert_uint_eq(((const uint8_t *)rec.data)[0], 0x5a);
+	ck_assert_uint_eq(((const uint8_t *)rec.data)[r.cap - EVS_RECORD_HDR - 1], 0x5a);
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ring_close(&r);
+}
+END_TEST
+
+START_TEST(test_ring_drops_event_larger_than_ring)
+{
+	struct ring r;
+	struct evs_stream_stats st;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	ck_assert_ptr_null(evs_producer__reserve(r.p, 0, 1, r.cap - EVS_RECORD_HDR + 1));
+	ck_assert_int_eq(errno, EMSGSIZE);
+	ck_assert_ptr_null(evs_producer__reserve(r.p, 0, 1, SIZE_MAX));
+	ck_assert_int_eq(errno, EMSGSIZE);
+	st = stats_of(&r);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_TOO_BIG], 2);
+	ck_assert_uint_eq(st.dropped_bytes[EVS_DROP_TOO_BIG], (r.cap - EVS_RECORD_HDR + 1) + (uint64_t)SIZE_MAX);
+	ck_assert_uint_eq(st.committed, 0);
+	ck_assert_uint_eq(st.produced, 2);
+	ring_close(&r);
+}
+END_TEST
+
+START_TEST(test_ring_records_are_8_byte_aligned)
+{
+	struct ring r;
+	struct evs_record rec;
+	uint8_t buf[17] = { 0 };
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	for (size_t n = 0; n <= sizeof(buf); n++) {
+		ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, buf, n), 0);
+		ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+		ck_assert_uint_eq((uintptr_t)rec.data % 8, 0);
+		ck_assert_uint_eq(rec.hdr.data_size, n);
+		ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	}
+	ring_close(&r);
+}
+END_TEST
+
+/* seq counts every emit, dropped ones too: the gaps are the drops. */
+START_TEST(test_ring_sequence_gaps_equal_drops)
+{
+	struct ring r;
+	struct evs_record rec;
+	uint64_t expect_seq[8], k = 0, n = 0;
+
+	if (!ring_open(&r, _i, 2))
+		return;
+	for (uint64_t i = 0; i < 8; i++) {
+		int err = evs_producer__emit(r.p, 0, 1, &i, sizeof(i));
+
+		if (err == 0)
+			expect_seq[k++] = i;
+		else
+			ck_assert_int_eq(err, -ENOBUFS);
+		if (i % 3 == 2) { /* consume everything every third emit */
+			while (evs_consumer__peek(r.c, &rec) == 0) {
+				ck_assert_uint_eq(rec.hdr.seq, expect_seq[n]);
+				ck_assert_uint_eq(*(const uint64_t *)rec.data, expect_seq[n]);
+				n++;
+				evs_consumer__release(r.c);
+			}
+		}
+	}
+	while (evs_consumer__peek(r.c, &rec) == 0) {
+		ck_assert_uint_eq(rec.hdr.seq, expect_seq[n++]);
+		evs_consumer__release(r.c);
+	}
+	ck_assert_uint_eq(n, k);
+	ck_assert_uint_eq(stats_of(&r).dropped, 8 - k);
+	ck_assert_uint_lt(k, 8);
+	ring_close(&r);
+}
+END_TEST
+
+START_TEST(test_ring_timestamps_are_monotonic)
+{
+	struct ring r;
+	struct evs_record rec;
+	uint64_t last = 0;
+	struct timespec ts;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	for (int i = 0; i < 10; i++) {
+		ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, NULL, 0), 0);
+		ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+		ck_assert_uint_ge(rec.hdr.timestamp_ns, last);
+		last = rec.hdr.timestamp_ns;
+		evs_consumer__release(r.c);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ck_assert_uint_le(last, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+	ck_assert_uint_gt(last, 0);
+	ring_close(&r);
+}
+END_TEST
+
+START_TEST(test_ring_discard_publishes_nothing)
+{
+	struct ring r;
+	struct evs_record rec;
+	void *d;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	d = evs_producer__reserve(r.p, 0, 1, 100);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_ptr_null(evs_producer__reserve(r.p, 0, 1, 100));
+	ck_assert_int_eq(errno, EBUSY);
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, "x", 1), -EBUSY);
+	ck_assert_int_eq(evs_producer__discard(r.p, 0), 0);
+	ck_assert_int_eq(evs_producer__discard(r.p, 0), -EINVAL);
+	ck_assert_int_eq(evs_producer__commit(r.p, 0), -EINVAL);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), -EAGAIN);
+	ck_assert_uint_eq(stats_of(&r).produced, 0);
+	/* the next event takes the discarded space and seq 0 */
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 4, "yz", 2), 0);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.seq, 0);
+	ck_assert_uint_eq(rec.hdr.type, 4);
+	ring_close(&r);
+}
+END_TEST
+
+START_TEST(test_ring_drops_when_no_consumer)
+{
+	EVS_OPTS(evs_producer_opts, o, .hugepages = _i ? EVS_HUGEPAGES_ON : EVS_HUGEPAGES_OFF);
+	struct evs_producer *p = evs_producer__new(NULL, 2, &o);
+	struct evs_consumer *c;
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_record rec;
+
+	if (!p && _i)
+		EVS_SKIP("no huge pages (%s)", evs_errmsg());
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(evs_producer__emit(p, 1, 1, "early", 5), -ENOTCONN);
+	c = evs_consumer__connect(NULL, 1, NULL);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), -EAGAIN); /* nothing from before */
+	ck_assert_int_eq(evs_producer__emit(p, 1, 1, "late", 4), 0);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.seq, 1);
+	ck_assert_mem_eq(rec.data, "late", 4);
+	ck_assert_int_eq(evs_producer__stats(p, 1, &st), 0);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_NO_CONSUMER], 1);
+	ck_assert_uint_eq(st.dropped_bytes[EVS_DROP_NO_CONSUMER], 5);
+	evs_consumer__free(c);
+	ck_assert_int_eq(evs_producer__emit(p, 1, 1, "gone", 4), -ENOTCONN);
+	evs_producer__free(p);
+}
+END_TEST
+
+static int expect_next(void *ctx, const struct evs_record *rec)
+{
+	uint64_t *want = ctx;
+
+	ck_assert_uint_eq(*(const uint64_t *)rec->data, *want);
+	(*want)++;
+	return 0;
+}
+
+/* Batch consume hands records over in order and frees their space. */
+START_TEST(test_ring_consume_batch_in_order)
+{
+	struct ring r;
+	uint64_t next = 0;
+	int n;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	for (uint64_t i = 0; i < 20; i++)
+		ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, &i, sizeof(i)), 0);
+	n = evs_consumer__consume(r.c, expect_next, &next, 5);
+	ck_assert_int_eq(n, 5);
+	n = evs_consumer__consume(r.c, expect_next, &next, 0);
+	ck_assert_int_eq(n, 15);
+	ck_assert_uint_eq(next, 20);
+	ck_assert_int_eq(evs_consumer__consume(r.c, expect_next, &next, 0), 0);
+	ck_assert_uint_eq(stats_of(&r).released, 20);
+	ring_close(&r);
+}
+END_TEST
+
+/* A strided view is gathered into C order inside the ring. */
+START_TEST(test_ring_tensor_gathers_strided_view)
+{
+	struct ring r;
+	struct evs_record rec;
+	float m[4][6];
+	uint64_t shape[2] = { 3, 4 };      /* the view m[0:3, 1:5] */
+	int64_t strides[2] = { 6 * 4, 4 };
+	const ndebug_stream_payload_debug_tensor_read_t *pl;
+	struct evs_tensor t = { .prefix = "act", .pipe = 2, .dtype = "float32", .ndim = 2,
+				.shape = shape, .strides = strides, .data = &m[0][1] };
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 6; j++)
+			m[i][j] = (float)(i * 10 + j);
+	ck_assert_int_eq(evs_producer__emit_tensor(r.p, 0, &t), 0);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.type, NDEBUG_STREAM_EVENT_TYPE_DEBUG_TENSOR_READ);
+	ck_assert_uint_eq(rec.hdr.data_size, 1024 + 12 * 4);
+	pl = rec.data;
+	ck_assert_str_eq(pl->prefix, "act");
+	ck_assert_str_eq(pl->tensor_dtype, "float32");
+	ck_assert_uint_eq(pl->pipe, 2);
+	ck_assert_uint_eq(pl->logical_nc_id, 0);
+	ck_assert_uint_eq(pl->tensor_shape[0], 3);
+	ck_assert_uint_eq(pl->tensor_shape[1], 4);
+	ck_assert_uint_eq(pl->tensor_shape[2], 0);
+	ck_assert_uint_eq(pl->tensor_data_size, 48);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 4; j++) {
+			float v;
+
+			memcpy(&v, pl->tensor_data + (i * 4 + j) * 4, 4);
+			ck_assert_float_eq(v, (float)(i * 10 + j + 1));
+		}
+	evs_consumer__release(r.c);
+
+	/* a transposed view: strides reversed */
+	{
+		uint64_t tshape[2] = { 6, 4 };
+		int64_t tstrides[2] = { 4, 6 * 4 };
+		struct evs_tensor tt = { .prefix = "T", .pipe = 1, .dtype = "float32", .ndim = 2,
+					 .shape = tshape, .strides = tstrides, .data = m };
+
+		ck_assert_int_eq(evs_producer__emit_tensor(r.p, 0, &tt), 0);
+		ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+		pl = rec.data;
+		for (int i = 0; i < 6; i++)
+			for (int j = 0; j < 4; j++) {
+				float v;
+
+				memcpy(&v, pl->tensor_data + (i * 4 + j) * 4, 4);
+				ck_assert_float_eq(v, m[j][i]);
+			}
+	}
+	ring_close(&r);
+}
+END_TEST
+
+START_TEST(test_ring_tensor_scalar_and_empty)
+{
+	struct ring r;
+	struct evs_record rec;
+	int32_t one = 42;
+	uint64_t zshape[3] = { 2, 0, 5 };
+	struct evs_tensor scalar = { .prefix = "s", .pipe = 1, .dtype = "int32", .data = &one };
+	struct evs_tensor empty = { .prefix = "e", .pipe = 1, .dtype = "bfloat16", .ndim = 3,
+				    .shape = zshape };
+	const ndebug_stream_payload_debug_tensor_read_t *pl;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	ck_assert_int_eq(evs_producer__emit_tensor(r.p, 0, &scalar), 0);
+	ck_assert_int_eq(evs_producer__emit_tensor(r.p, 0, &empty), 0);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	pl = rec.data;
+	ck_assert_uint_eq(pl->tensor_data_size, 4);
+	ck_assert_int_eq(*(const int32_t *)pl->tensor_data, 42);
+	evs_consumer__release(r.c);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	pl = rec.data;
+	ck_assert_uint_eq(rec.hdr.data_size, 1024);
+	ck_assert_uint_eq(pl->tensor_data_size, 0);
+	ck_assert_uint_eq(pl->tensor_shape[1], 0);
+	ring_close(&r);
+}
+END_TEST
+
+static Suite *ring_suite(void)
+{
+	Suite *s = suite_create("ring");
+	TCase *tc = tcase_create("ring");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_ring_empty_peek_returns_eagain, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_rejects_write_when_full_by_bytes, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_rejects_write_when_full_by_count, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_wrap_keeps_payload_contiguous, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_accepts_exact_fit, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_drops_event_larger_than_ring, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_records_are_8_byte_aligned, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_sequence_gaps_equal_drops, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_timestamps_are_monotonic, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_discard_publishes_nothing, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_drops_when_no_consumer, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_consume_batch_in_order, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_tensor_gathers_strided_view, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_tensor_scalar_and_empty, 0, EVS_MODES);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return evs_run_suite(ring_suite());
+}
