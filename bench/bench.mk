@@ -1,12 +1,12 @@
 # evs-bench: throughput and latency next to the limits and alternatives.
-# `make bench` runs it (bounded: about a minute with the default --quick),
+# `make bench` runs it (bounded: about a minute; BENCH_ARGS=--quick: 20 s),
 # folds in evs-bench-drops when that exists, and draws the plots.
 BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
               bench/tput.c bench/lat.c bench/drop_rate.c
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o)
 BENCH_BIN  := $(BUILD)/evs-bench
 BENCH_OUT  ?= $(BUILD)/bench-results
-BENCH_ARGS ?= --quick
+BENCH_ARGS ?=
 # Throughput rings are 64 MiB; huge-page variants need 32 pages of their own.
 BENCH_HUGEPAGES ?= 96
 PROGRAMS   += $(BENCH_BIN)
