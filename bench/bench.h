@@ -97,6 +97,8 @@ struct limits {
 	struct lat efd_wake;               /* eventfd write -> blocked read returns */
 	struct lat efd_wake_poll;          /* eventfd write -> poll() returns */
 	struct tput pipe[NPAYLOADS], sock[NPAYLOADS];
+	struct lat hiccup;                 /* gaps of 2 us+ seen by a spinner on CPU 1 */
+	double hiccup_lost, hiccup_per_s;  /* fraction of time in them; how many per second */
 };
 extern struct limits lim;
 

@@ -176,6 +176,49 @@ void limit_efd_wake(struct lat *out, bool use_poll)
 	lat_from_hist(out, &ew.h);
 }
 
+/* ------------------------------------------------- CPU stolen from a spinner */
+
+static struct {
+	double secs;
+	uint64_t lost_ns, gaps;
+	struct hist h;    /* gaps of 2 us and more */
+} hic;
+
+static void *hic_spin(void *arg)
+{
+	uint64_t t0 = bench_now(), prev = t0, end = t0 + (uint64_t)(hic.secs * 1e9), now;
+
+	(void)arg;
+	while ((now = bench_now()) < end) {
+		if (now - prev >= 2000) {
+			hist_add(&hic.h, now - prev);
+			hic.lost_ns += now - prev;
+			hic.gaps++;
+		}
+		prev = now;
+	}
+	return NULL;
+}
+
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+/* How often and for how long a thread spinning on the consumer's CPU is
+ * not running (interrupts, other tasks, the host): the floor under every
+ * tail percentile of this run. */
+static void limit_hiccups(void)
+{
+	hic.secs = bopt.quick ? 0.3 : 1.0;
+	hic.lost_ns = hic.gaps = 0;
+	hist_init(&hic.h);
+	bench_pair(nothing, NULL, hic_spin, NULL);
+	lat_from_hist(&lim.hiccup, &hic.h);
+	lim.hiccup_lost = (double)hic.lost_ns / (hic.secs * 1e9);
+	lim.hiccup_per_s = (double)hic.gaps / hic.secs;
+}
+
 void limit_line_oneway(struct lat *out)
 {
 	pp.rounds = bopt.quick ? 5000 : 30000;
@@ -211,6 +254,10 @@ void limits_run(void)
 	say("cache line one-way (CPU0<->CPU1) p50 %6.1f ns  p99 %6.1f ns\n",
 	    lim.line_oneway.p50, lim.line_oneway.p99);
 
+	limit_hiccups();
+	say("CPU %d taken from a spinner        %6.3f%% of the time, %.0f gaps >= 2 us/s, p50 %.1f us, max %.0f us\n",
+	    BENCH_CPU_CONSUMER, lim.hiccup_lost * 100, lim.hiccup_per_s, lim.hiccup.p50 / 1e3,
+	    lim.hiccup.max / 1e3);
 	limit_efd_wake(&lim.efd_wake, false);
 	say("eventfd wake, blocked read()     p50 %6.0f ns  p99 %6.0f ns  p99.9 %6.0f ns\n",
 	    lim.efd_wake.p50, lim.efd_wake.p99, lim.efd_wake.p999);
@@ -231,6 +278,12 @@ void limits_run(void)
 	rep_obj_begin();
 	rep_str("name", "cacheline_oneway");
 	rep_lat("lat", &lim.line_oneway);
+	rep_obj_end();
+	rep_obj_begin();
+	rep_str("name", "cpu_stolen_from_spinner");
+	rep_num("fraction_lost", lim.hiccup_lost);
+	rep_num("gaps_per_s", lim.hiccup_per_s);
+	rep_lat("gaps_2us_plus", &lim.hiccup);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "eventfd_wake_read");

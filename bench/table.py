@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""Markdown tables from evs-bench --json output (one or more runs).
+
+    /usr/bin/python3 bench/table.py RUN.json [MORE.json ...]
+
+The first file gives the full tables; with several files, the targets table
+shows each run's value side by side.
+"""
+import json
+import sys
+
+SIZES = {0: "0 B", 64: "64 B", 1024: "1 KiB", 65536: "64 KiB", 1048576: "1 MiB", 4194304: "4 MiB"}
+
+
+def fmt(v, nd=2):
+    if v is None:
+        return "–"
+    return f"{v:.{nd}f}"
+
+
+def rate(v):
+    if v is None:
+        return "–"
+    if v >= 1e6:
+        return f"{v / 1e6:.2f} M"
+    if v >= 1e3:
+        return f"{v / 1e3:.1f} k"
+    return f"{v:.0f}"
+
+
+def ns(v):
+    if v is None:
+        return "–"
+    if v >= 1e6:
+        return f"{v / 1e6:.2f} ms"
+    if v >= 1e3:
+        return f"{v / 1e3:.1f} µs"
+    return f"{v:.0f} ns"
+
+
+def main():
+    runs = [json.load(open(p)) for p in sys.argv[1:]]
+    d = runs[0]
+    print(f"Machine: {d['cpu']}, {d['cpus']} CPUs, Linux {d['kernel']}, clocksource {d['clocksource']}, "
+          f"load at start {d['loadavg_start'].split()[0]}, ring {d['ring_bytes'] >> 20} MiB.\n")
+
+    lims = {x["name"]: x for x in d["limits"]}
+    print("| limit (same run) | value |")
+    print("|---|---|")
+    print(f"| clock_gettime(CLOCK_MONOTONIC), vDSO | {fmt(lims['clock_gettime_ns']['value'], 1)} ns |")
+    print(f"| memcpy 1 MiB within cache | {fmt(lims['memcpy_hot']['gb_s'], 1)} GB/s |")
+    for m in d.get("memcpy", []):
+        print(f"| memcpy {SIZES[m['payload']]} blocks over {m['area_bytes'] >> 20} MiB | {fmt(m['gb_s'], 1)} GB/s |")
+    print()
+
+    tp = [t for t in d["throughput"] if "events_s" in t]
+    variants = []
+    for t in tp:
+        if t["variant"] not in variants:
+            variants.append(t["variant"])
+    by = {(t["variant"], t["payload"]): t for t in tp}
+    print("Events per second (and × the pipe carrying the same events, measured just before):\n")
+    print("| payload | pipe | Unix socket | " + " | ".join(variants) + " |")
+    print("|---" * (3 + len(variants)) + "|")
+    for size in SIZES:
+        row = [t for t in tp if t["payload"] == size]
+        if not row:
+            continue
+        cells = []
+        for v in variants:
+            t = by.get((v, size))
+            cells.append(f"{rate(t['events_s'])} ({fmt(t['x_pipe'], 1)}×)" if t else "–")
+        print(f"| {SIZES[size]} | {rate(row[0]['pipe_events_s'])} | {rate(row[0]['socket_events_s'])} | "
+              + " | ".join(cells) + " |")
+    print("\nPayload GB/s (and × memcpy of the same block size over a ring-sized area, measured just before):\n")
+    print("| payload | memcpy | " + " | ".join(variants) + " |")
+    print("|---" * (2 + len(variants)) + "|")
+    for size in SIZES:
+        if size == 0:
+            continue
+        row = [t for t in tp if t["payload"] == size]
+        if not row:
+            continue
+        cells = []
+        for v in variants:
+            t = by.get((v, size))
+            cells.append(f"{fmt(t['gb_s'], 2)} ({fmt(t['x_memcpy'], 2)}×)" if t else "–")
+        print(f"| {SIZES[size]} | {fmt(row[0]['memcpy_gb_s'], 1)} | " + " | ".join(cells) + " |")
+    print()
+
+    print("| one-way latency, 64 B | events | p50 | p90 | p99 | p99.9 | max | limit p50 (just before) | p50 × limit |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for l in d["latency"]:
+        x = l["lat"]
+        lim = l["limit_lat"]
+        print(f"| {l['case']} | {x['samples']} | {ns(x['p50_ns'])} | {ns(x['p90_ns'])} | {ns(x['p99_ns'])} | "
+              f"{ns(x['p999_ns'])} | {ns(x['max_ns'])} | {l['limit']}: {ns(lim['p50_ns'])} | {fmt(l['p50_x_limit'])}× |")
+    print()
+
+    print("| drop path | ns per dropped event | drops/s |")
+    print("|---|---|---|")
+    for x in d["drops"]:
+        print(f"| {x['cause']}, no eBPF | {fmt(x['ns_per_drop'], 1)} | {rate(x['drops_s'])} |")
+    b = d.get("drops_bpf")
+    if b:
+        print(f"| full ring, evs-bench-drops without BPF (best chunk) | {fmt(b.get('ns_per_drop_no_bpf'), 2)} | |")
+        if b.get("bpf"):
+            print(f"| full ring, evs-drops BPF program attached (best chunk) | {fmt(b.get('ns_per_drop_bpf'), 2)} | |")
+    print()
+
+    print("| target | goal | " + " | ".join(f"run {i + 1}" for i in range(len(runs))) + " |")
+    print("|---|---|" + "---|" * len(runs))
+    for i, t in enumerate(d["targets"]):
+        cells = []
+        for r in runs:
+            x = r["targets"][i]
+            cells.append(f"{fmt(x['value'])} {x['unit']} ({x['status'].replace('_', ' ')})")
+        op = "≥" if "x pipe" in t["target"] or "x memcpy" in t["target"] else "≤"
+        print(f"| {t['target']} | {op} {t['goal']:g} {t['unit']} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
