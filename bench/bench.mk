@@ -19,17 +19,21 @@ $(BENCH_BIN): $(BENCH_OBJS) $(BUILD)/libevstream.so
 	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJS) $(PROG_LDFLAGS) $(PROG_LDLIBS) -lm
 
 .PHONY: bench bench-build
-bench-build: lib $(BENCH_BIN) $(if $(wildcard bench/drop_cost.c),$(BUILD)/evs-bench-drops)
+bench-build: lib $(BENCH_BIN)
 
 bench: deps check-env
 	@EVS_WANT_HUGEPAGES=$(BENCH_HUGEPAGES) bash scripts/hugepages.sh
 	@$(MAKE) --no-print-directory bench-build
+	@# the eBPF drop-cost probe is built by ebpf/ebpf.mk when its tools are there
+	@$(MAKE) --no-print-directory $(BUILD)/evs-bench-drops >/dev/null 2>&1 || \
+		echo "bench: evs-bench-drops cannot be built here (see make ebpf)" >&2
 	@mkdir -p $(BENCH_OUT)
 	@rm -f $(BENCH_OUT)/drops.json
 	@if [ -x $(BUILD)/evs-bench-drops ]; then \
 		$(BUILD)/evs-bench-drops --json > $(BENCH_OUT)/drops.json; rc=$$?; \
-		if [ $$rc -ne 0 ]; then rm -f $(BENCH_OUT)/drops.json; \
-			echo "bench: evs-bench-drops exited $$rc (77: eBPF unusable here): no eBPF drop figure" >&2; fi; \
+		if [ $$rc -eq 77 ]; then echo "bench: eBPF unusable here (evs-bench-drops exit 77): no eBPF drop figure" >&2; \
+		elif [ $$rc -ne 0 ]; then rm -f $(BENCH_OUT)/drops.json; \
+			echo "bench: evs-bench-drops failed (exit $$rc): no eBPF drop figure" >&2; fi; \
 	else echo "bench: $(BUILD)/evs-bench-drops not built: no eBPF drop figure" >&2; fi
 	$(BENCH_BIN) $(BENCH_ARGS) --json --plot-dir $(BENCH_OUT) \
 		$$([ -s $(BENCH_OUT)/drops.json ] && echo --drops-json $(BENCH_OUT)/drops.json) \
