@@ -42,3 +42,7 @@ bench: deps check-env
 	@echo "bench: $(BENCH_OUT)/results.json, $(BENCH_OUT)/throughput.svg, $(BENCH_OUT)/latency.svg"
 
 -include $(BENCH_OBJS:.o=.d)
+
+# A short end-to-end run of evs-bench in `make test` (structure, not speed).
+TESTS += bench/smoke.sh
+bench/smoke.sh: $(BENCH_BIN)

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# evs-bench runs end to end: a short throughput point and the drop path give
+# a JSON report with the figures and their ratios, and the plot script draws
+# from its data files. Asserts structure and non-zero counts, never speed.
+set -u
+BUILD=${BUILD:-build}
+bin=$BUILD/evs-bench
+py=/usr/bin/python3
+[ -x "$bin" ] || { echo "SKIP bench smoke: $bin not built"; exit 77; }
+[ -x "$py" ] || { echo "SKIP bench smoke: $py (Debian's python3) missing"; exit 77; }
+out=$(mktemp -d /tmp/evs-bench-smoke.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+
+"$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant zerocopy/normal \
+	--plot-dir "$out" > "$out/tput.json" 2> "$out/tput.log" || { cat "$out/tput.log"; echo "FAIL: evs-bench tput"; exit 1; }
+"$bin" --quick --json --only drops > "$out/drops.json" 2> "$out/drops.log" || { cat "$out/drops.log"; echo "FAIL: evs-bench drops"; exit 1; }
+
+"$py" - "$out/tput.json" "$out/drops.json" <<'PY' || exit 1
+import json, sys
+t = json.load(open(sys.argv[1]))
+d = json.load(open(sys.argv[2]))
+for k in ("cpu", "kernel", "clocksource", "limits", "throughput", "alternatives", "memcpy"):
+    assert k in t, "missing " + k
+names = {x["name"] for x in t["limits"]}
+for k in ("clock_gettime_ns", "cacheline_oneway", "eventfd_wake_read", "cpu_stolen_from_spinner"):
+    assert k in names, "missing limit " + k
+rows = [x for x in t["throughput"] if x.get("variant") == "zerocopy/normal"]
+assert len(rows) == 1, rows
+r = rows[0]
+assert r["payload"] == 64 and r["events_s"] > 0 and r["x_pipe"] > 0 and r["x_memcpy"] > 0, r
+assert r["pipe_events_s"] > 0 and r["socket_events_s"] > 0, r
+causes = {x["cause"]: x for x in d["drops"]}
+assert set(causes) == {"no_consumer", "ring_full"}, causes
+assert all(x["ns_per_drop"] > 0 for x in causes.values())
+print("ok: evs-bench report: 64 B zero-copy %.0f events/s (%.1fx pipe), drops %.1f / %.1f ns"
+      % (r["events_s"], r["x_pipe"], causes["no_consumer"]["ns_per_drop"], causes["ring_full"]["ns_per_drop"]))
+PY
+grep -q '^zerocopy/normal 64 ' "$out/throughput.dat" || { echo "FAIL: throughput.dat has no 64-byte zero-copy row"; exit 1; }
+if command -v gnuplot >/dev/null; then
+	: > "$out/latency.dat"
+	gnuplot -e "dir='$out'" bench/plot.gp 2> "$out/plot.log"
+	[ -s "$out/throughput.svg" ] || { cat "$out/plot.log"; echo "FAIL: no throughput.svg"; exit 1; }
+	echo "ok: plot drawn"
+else
+	echo "SKIP plot: gnuplot missing (make deps installs gnuplot-nox)"
+fi
+exit 0
