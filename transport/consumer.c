@@ -54,9 +54,12 @@ int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t 
 	if (prod->magic != EVS_SHM_MAGIC || prod->abi_major != EVS_ABI_MAJOR ||
 	    prod->hdr_bytes != EVS_CTL_BYTES || prod->ring_bytes != ring_bytes ||
 	    prod->page_size != page_size || prod->core != core || prod->max_events == 0) {
+		/* read before the unmap: the page is gone after it */
+		unsigned int abi = prod->abi_major;
+
 		evs_map_detach(&c->map);
 		return evs_fail(EBADMSG, "stream of core %u: bad identity (magic, ABI %u, sizes)",
-				core, (unsigned)prod->abi_major);
+				core, abi);
 	}
 	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with stream_commit() */
 	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
