@@ -10,7 +10,6 @@
 #include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 
 #include "internal.h"
@@ -207,14 +206,13 @@ EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void
 /*
  * The wakeup protocol, consumer half (see docs/architecture.md):
  *  - armed: our wait word is ARMED; the producer's next commit takes it
- *    (xchg) and writes the eventfd once.
- *  - kick_pending: exactly one eventfd write is done or on its way and has
+ *    (xchg) and sends one kick on the wakeup socket (wake.c).
+ *  - kick_pending: exactly one kick is sent or on its way and has
  *    not been read yet. We read (drain) it only when the ring is empty, so
  *    the fd stays readable while records are pending.
  */
 EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 {
-	uint64_t v;
 	int err;
 
 	if (!c)
@@ -235,7 +233,10 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 			continue;
 		}
 		if (c->kick_pending) {
-			if (eventfd_read(c->efd, &v) < 0)
+			err = evs_wake_drain(c->efd);
+			if (err == -EPIPE)
+				c->gone = true; /* the producer's end closed: it has gone */
+			else if (err == 0)
 				return 0; /* not landed yet: poll will see it */
 			c->kick_pending = false;
 			continue;
@@ -248,13 +249,10 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 		err = consumer_fill(c);
 		if (err == -EAGAIN)
 			return 0;
-		/* a commit raced with arming: take the word back, or let the
-		 * producer's kick stand; either way one kick is pending, so the
-		 * fd is readable while the records are there */
-		if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) == EVS_WAIT_ARMED)
-			eventfd_write(c->efd, 1);
+		/* a commit raced with arming: take the word back (no kick then),
+		 * or let the producer's kick stand and read it once empty */
+		c->kick_pending = xchg(&c->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED;
 		c->armed = false;
-		c->kick_pending = true;
 		return err == 0 ? -EAGAIN : err;
 	}
 }
@@ -349,7 +347,7 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 			evs_fail(EBUSY, "core %u already has a consumer", core);
 			goto err_free;
 		}
-		c->efd = dup(s->efd);
+		c->efd = dup(s->wake_fd);
 		if (c->efd < 0) {
 			err = -errno;
 			evs_stream_release_claim(s);

@@ -87,7 +87,7 @@ struct evs_stream {
 	uint64_t resv_size;
 	uint32_t resv_type;
 	bool timestamps;
-	int efd;
+	int efd;                  /* wakeup kick end (wake.c); never leaves this process */
 
 	/* Set by whoever attaches a consumer; read by the producer on emit. */
 	_Atomic int active __attribute__((aligned(EVS_CACHELINE)));
@@ -106,6 +106,7 @@ struct evs_stream {
 	unsigned int core;
 	struct evs_backing backing;
 	struct evs_map map;
+	int wake_fd;                   /* wakeup wait end, handed to consumers */
 	int conn_fd;                   /* remote consumer's socket (server thread) */
 	struct evs_consumer *local;    /* in-process consumer, under the registry lock */
 	struct evs_producer *owner;
@@ -133,6 +134,14 @@ EVS_HIDDEN void evs_stream_drop_flush(struct evs_stream *s);
 EVS_HIDDEN int evs_stream_claim(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_activate(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_release_claim(struct evs_stream *s);
+
+/* ------------------------------------------------------------ wakeups */
+/* A socket pair: the producer sends on kick_fd, consumers poll wait_fd. */
+EVS_HIDDEN int evs_wake_pair(int *kick_fd, int *wait_fd);
+/* Never blocks; false when the queue is full (a kick is pending anyway). */
+EVS_HIDDEN bool evs_wake_kick(int kick_fd);
+/* Never blocks: 1 kicks were read, 0 none, -EPIPE the kick end is closed. */
+EVS_HIDDEN int evs_wake_drain(int wait_fd);
 
 /* ------------------------------------------------------------ registry */
 EVS_HIDDEN void evs_registry_lock(void);
@@ -184,7 +193,7 @@ struct evs_consumer {
 	bool kick_pending;
 	bool gone;                /* the producer socket hung up */
 
-	int efd;
+	int efd;                  /* wakeup wait end (wake.c) */
 	int sock;                 /* -1 in process */
 	unsigned int core;
 	struct evs_map map;

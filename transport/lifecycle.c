@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 
 #include "internal.h"
 
@@ -33,7 +32,7 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 	s->core = core;
 	s->owner = p;
 	s->conn_fd = -1;
-	s->efd = -1;
+	s->efd = s->wake_fd = -1;
 	err = evs_backing_create(&s->backing, &p->cfg, p->name, core);
 	if (err)
 		return err;
@@ -41,9 +40,9 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 			     s->backing.page_size, true);
 	if (err)
 		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
-	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->efd < 0)
-		return evs_fail(errno, "eventfd for core %u: %s", core, evs_strerror(errno));
+	err = evs_wake_pair(&s->efd, &s->wake_fd);
+	if (err)
+		return evs_fail(-err, "wakeup socket pair for core %u: %s", core, evs_strerror(err));
 	stream_init_shared(s, p);
 	s->prod = s->map.prod;
 	s->cons = s->map.cons;
@@ -62,11 +61,12 @@ static void stream_fini(struct evs_stream *s)
 		 * check: everything committed is visible once CLOSED is */
 		smp_store_release(&s->map.prod->state, EVS_STATE_CLOSED);
 	}
-	/* wake a sleeping consumer so that it sees CLOSED */
-	if (s->efd >= 0) {
-		eventfd_write(s->efd, 1);
+	/* closing the kick end wakes a sleeping consumer (EOF), which then
+	 * sees CLOSED */
+	if (s->efd >= 0)
 		close(s->efd);
-	}
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
 	if (s->conn_fd >= 0)
 		close(s->conn_fd);
 	evs_map_detach(&s->map);
@@ -114,6 +114,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 	memset(p->streams, 0, sizeof(*p->streams) * ncores);
 	for (unsigned int i = 0; i < ncores; i++) {
 		p->streams[i].efd = -1;
+		p->streams[i].wake_fd = -1;
 		p->streams[i].conn_fd = -1;
 		p->streams[i].backing.ctl_fd = -1;
 		p->streams[i].backing.data_fd = -1;
@@ -195,11 +196,8 @@ int evs_stream_claim(struct evs_stream *s)
 /* Called with the stream claimed, before the consumer can see any data. */
 void evs_stream_activate(struct evs_stream *s)
 {
-	uint64_t v;
-
 	/* a kick left over from a previous consumer would be a spurious wakeup */
-	while (eventfd_read(s->efd, &v) == 0)
-		;
+	evs_wake_drain(s->wake_fd);
 	/* the consumer starts armed: the first commit wakes it, so a client
 	 * that polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);

@@ -4,14 +4,13 @@
  *
  * The producer thread of a core is the only writer of that stream's
  * producer fields; it never blocks and makes no syscall unless the consumer
- * has armed its wakeup (then one eventfd write per sleep).
+ * has armed its wakeup (then one kick on the wakeup socket per sleep).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 
 #include "internal.h"
 
@@ -94,9 +93,8 @@ static void stream_wake_slow(struct evs_stream *s)
 {
 	if (xchg(&s->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED)
 		return;
-	/* nonblocking eventfd: the counter cannot reach its limit with one
-	 * write per sleep, so this never waits */
-	if (eventfd_write(s->efd, 1) == 0) {
+	/* never waits, whatever the consumer did to its end (wake.c) */
+	if (evs_wake_kick(s->efd)) {
 		s->wakeups++;
 		WRITE_ONCE(&s->prod->wakeups, s->wakeups);
 	}

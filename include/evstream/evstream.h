@@ -187,8 +187,11 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 						   const struct evs_consumer_opts *opts);
 EVS_API void evs_consumer__free(struct evs_consumer *c);
 
-/* The eventfd that becomes readable when records are pending (after
- * evs_consumer__prepare_wait() returned 0). Owned by the consumer. */
+/* The fd that becomes readable when records are pending (after
+ * evs_consumer__prepare_wait() returned 0) or the producer has gone: the
+ * wait end of a socket pair whose other end only the producer holds (an
+ * eventfd would let a consumer block the producer). Poll it, never read
+ * it. Owned by the consumer. */
 EVS_API int evs_consumer__fd(const struct evs_consumer *c);
 /* The socket to the producer (readable / hang-up when the producer is gone),
  * or -1 for a producer in this process. Owned by the consumer. */
