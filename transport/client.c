@@ -65,7 +65,7 @@ int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int co
 	char dir[sizeof(sa.sun_path)];
 	struct evs_hello h = { .magic = EVS_HELLO_MAGIC, .abi_major = EVS_ABI_MAJOR,
 			       .abi_minor = EVS_ABI_MINOR, .core = core };
-	struct evs_welcome w;
+	struct evs_welcome w = { 0 };
 	int fds[3] = { -1, -1, -1 }, nfds = 0;
 	int timeout = OPTS_GET(opts, timeout_ms, 0) > 0 ? opts->timeout_ms : 2000;
 	int sock, err;
