@@ -50,7 +50,7 @@ asan)
 tsan)
   # the suites that run producer and consumer on different threads
   flags="-O1 -g -fsanitize=thread -fno-omit-frame-pointer"
-  build build-tsan "${SAN_CC:-clang}" "$flags" || exit 1
+  build build-tsan "${SAN_CC:-gcc}" "$flags" || exit 1
   suites=("$@"); [ ${#suites[@]} -gt 0 ] || suites=($(except test_permissions))
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
   export EVS_STRESS_EVENTS=${EVS_STRESS_EVENTS:-1000000}
@@ -66,10 +66,13 @@ valgrind)
   export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-120}
   export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-10}
   wrap=$(mktemp -d)
+  # tests run in the suite's own process (CK_FORK=no) so that memcheck
+  # watches them; the peer processes the tests fork are left alone (they
+  # _exit holding the parent's copies of other threads' buffers)
+  export CK_FORK=no
   for t in $(pick build "${suites[@]}"); do
-    # Check forks each test; valgrind follows the forks (no exec)
-    printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --track-fds=no "%s" "$@"\n' \
-      "$PWD/$t" >"$wrap/${t##*/}"
+    printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --child-silent-after-fork=yes --suppressions=%s/scripts/valgrind.supp "%s" "$@"\n' \
+      "$PWD" "$PWD/$t" >"$wrap/${t##*/}"
     chmod +x "$wrap/${t##*/}"
   done
   bash scripts/run-tests.sh "$wrap"/*
