@@ -63,10 +63,13 @@ $(LIB_A): $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
+# The .pc names the install locations: made again by `install` for its PREFIX.
+make_pc = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	      -e 's|@INCLUDEDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' evstream.pc.in
+
 $(PC): evstream.pc.in Makefile
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCLUDEDIR@|$(INCDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+	$(make_pc) > $@
 
 install: lib $(INSTALL_BINS)
 	install -d $(DESTDIR)$(INCDIR)/evstream $(DESTDIR)$(INCDIR)/nrt $(DESTDIR)$(LIBDIR)/pkgconfig
@@ -76,7 +79,7 @@ install: lib $(INSTALL_BINS)
 	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libevstream.so
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
-	install -m 644 $(PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(make_pc) > $(DESTDIR)$(LIBDIR)/pkgconfig/evstream.pc
 	$(if $(INSTALL_BINS),install -d $(DESTDIR)$(BINDIR) && install -m 755 $(INSTALL_BINS) $(DESTDIR)$(BINDIR)/)
 
 uninstall:

@@ -150,6 +150,9 @@ START_TEST(test_ring_wrap_keeps_payload_contiguous)
 		ck_assert_uint_eq(rec.hdr.data_size, n);
 		ck_assert_uint_eq(rec.hdr.seq, i);
 		ck_assert(check_pattern(rec.data, n, i));
+		for (size_t k = 0; k < sizeof(rec.hdr.reserved); k++)
+			ck_assert_uint_eq(rec.hdr.reserved[k], 0);
+		ck_assert_uint_eq(rec.hdr.flags, 0);
 		if (pos % r.cap + evs_record_len(n) > r.cap)
 			straddled++;
 		pos += evs_record_len(n);

@@ -24,3 +24,6 @@ test: deps check-env
 
 test-only: tests
 	@bash scripts/run-tests.sh $(if $(SUITES),$(SUITES),$(TESTS))
+
+# Scripted: both compilers, soname/exports, make install, pkg-config.
+TESTS += tests/build_contract.sh

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A consumer in another process: connect to the producer's socket, say
- * hello, and receive the stream's memfds and wakeup socket. */
+ * hello, and receive the stream's memfds and eventfd. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -126,7 +126,7 @@ int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int co
 	err = evs_consumer_init(c, fds[0], fds[1], w.ring_bytes, w.page_size, core);
 	if (err)
 		goto err_close;
-	/* the mappings hold the memory; only the wakeup socket is kept */
+	/* the mappings hold the memory; only the eventfd is kept */
 	close(fds[0]);
 	close(fds[1]);
 	c->efd = fds[2];

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 
 #include "internal.h"
@@ -85,6 +86,39 @@ static int consumer_broken(struct evs_consumer *c)
 	return -EBADMSG;
 }
 
+/* A producer in another process that died cannot say so in shared memory:
+ * its end of the socket hangs up. One poll, no waiting. */
+static bool producer_hung_up(struct evs_consumer *c)
+{
+	struct pollfd pfd = { .fd = c->sock, .events = POLLIN };
+
+	if (c->sock >= 0 && !c->gone && poll(&pfd, 1, 0) == 1)
+		c->gone = true;
+	return c->gone;
+}
+
+/* Look at the socket this often when a busy-polling caller finds the ring
+ * empty: cheap for it, and a dead producer is still noticed. */
+#define EMPTY_PEEKS_PER_HUP_CHECK 256
+
+/* Empty ring: tell a live producer from one that has gone. */
+static int consumer_empty(struct evs_consumer *c)
+{
+	/* pairs with smp_store_release(&prod->state) in stream_fini() */
+	uint32_t state = smp_load_acquire(&c->prod->state);
+
+	if (!(state & EVS_STATE_CLOSED) && !c->gone) {
+		if (c->sock < 0 || ++c->empty_peeks % EMPTY_PEEKS_PER_HUP_CHECK || !producer_hung_up(c))
+			return -EAGAIN;
+	}
+	/* pairs with smp_store_release(&prod->prod_pos) in stream_commit():
+	 * everything committed before CLOSED (or before the producer died) is
+	 * visible now, so look once more before saying the stream has ended */
+	if (smp_load_acquire(&c->prod->prod_pos) != c->cons_pos)
+		return 1;
+	return -EPIPE;
+}
+
 /* Checks a producer position; 0 when records are pending. */
 static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
 {
@@ -101,18 +135,15 @@ static int consumer_fill(struct evs_consumer *c)
 	/* pairs with smp_store_release(&prod->prod_pos) in stream_commit():
 	 * records below prod_pos are complete */
 	uint64_t p = smp_load_acquire(&c->prod->prod_pos);
-	uint32_t state;
+	int err;
 
 	if (p != c->cons_pos)
 		return consumer_take_pos(c, p);
-	/* empty: tell a live producer from one that has gone */
-	/* pairs with smp_store_release(&prod->state) in stream_fini() */
-	state = smp_load_acquire(&c->prod->state);
-	if (!(state & EVS_STATE_CLOSED) && !c->gone)
-		return -EAGAIN;
-	/* everything committed before CLOSED (or before the producer died) is
-	 * visible now: look once more before saying the stream has ended; once,
-	 * so that a position that keeps flipping cannot hold us in a loop */
+	err = consumer_empty(c);
+	if (err <= 0)
+		return err;
+	/* the producer has gone and left records: look once, not in a loop,
+	 * so that a position that keeps flipping cannot hold us */
 	p = smp_load_acquire(&c->prod->prod_pos);
 	if (p != c->cons_pos)
 		return consumer_take_pos(c, p);
@@ -206,13 +237,14 @@ EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void
 /*
  * The wakeup protocol, consumer half (see docs/architecture.md):
  *  - armed: our wait word is ARMED; the producer's next commit takes it
- *    (xchg) and sends one kick on the wakeup socket (wake.c).
- *  - kick_pending: exactly one kick is sent or on its way and has
+ *    (xchg) and writes the eventfd once.
+ *  - kick_pending: exactly one eventfd write is done or on its way and has
  *    not been read yet. We read (drain) it only when the ring is empty, so
  *    the fd stays readable while records are pending.
  */
 EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 {
+	uint64_t v;
 	int err;
 
 	if (!c)
@@ -225,7 +257,10 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 			return -EAGAIN;
 		if (err != -EAGAIN)
 			return err;
+		if (producer_hung_up(c))
+			continue; /* drain what is left, then -EPIPE */
 		if (c->armed) {
+			/* relaxed: only the xchg decides who takes the word */
 			if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED)
 				return 0; /* the producer will kick at its next commit */
 			c->armed = false; /* taken: the kick is done or on its way */
@@ -233,15 +268,13 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 			continue;
 		}
 		if (c->kick_pending) {
-			err = evs_wake_drain(c->efd);
-			if (err == -EPIPE)
-				c->gone = true; /* the producer's end closed: it has gone */
-			else if (err == 0)
+			if (eventfd_read(c->efd, &v) < 0)
 				return 0; /* not landed yet: poll will see it */
 			c->kick_pending = false;
 			continue;
 		}
 		WRITE_ONCE(&c->cons->wait, EVS_WAIT_ARMED);
+		c->arms++;
 		/* pairs with smp_mb() in stream_commit(): either the producer
 		 * sees ARMED, or we see its new prod_pos in consumer_fill() */
 		smp_mb();
@@ -249,10 +282,13 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 		err = consumer_fill(c);
 		if (err == -EAGAIN)
 			return 0;
-		/* a commit raced with arming: take the word back (no kick then),
-		 * or let the producer's kick stand and read it once empty */
-		c->kick_pending = xchg(&c->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED;
+		/* a commit raced with arming: take the word back, or let the
+		 * producer's kick stand; either way one kick is pending, so the
+		 * fd is readable while the records are there */
+		if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) == EVS_WAIT_ARMED)
+			eventfd_write(c->efd, 1);
 		c->armed = false;
+		c->kick_pending = true;
 		return err == 0 ? -EAGAIN : err;
 	}
 }
@@ -294,17 +330,19 @@ EVS_API int evs_consumer__hup_fd(const struct evs_consumer *c)
 
 EVS_API int evs_consumer__stats(const struct evs_consumer *c, struct evs_stream_stats *st)
 {
+	struct evs_stream_stats full = { .sz = sizeof(full) };
 	size_t sz;
 
 	if (!c || !st || st->sz < offsetof(struct evs_stream_stats, core) + sizeof(st->core))
 		return -EINVAL;
-	sz = st->sz;
-	memset(st, 0, sz);
+	sz = st->sz < sizeof(full) ? st->sz : sizeof(full);
+	evs_stats_from_shm(c->prod, c->cons, &full);
+	full.released = c->released;
+	full.connected = 1;
+	full.producer_closed |= c->gone;
+	full.arms = c->arms;
+	memcpy(st, &full, sz);
 	st->sz = sz;
-	evs_stats_from_shm(c->prod, c->cons, st);
-	st->released = c->released;
-	st->connected = 1;
-	st->producer_closed |= c->gone;
 	return 0;
 }
 
@@ -347,7 +385,7 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 			evs_fail(EBUSY, "core %u already has a consumer", core);
 			goto err_free;
 		}
-		c->efd = dup(s->wake_fd);
+		c->efd = dup(s->efd);
 		if (c->efd < 0) {
 			err = -errno;
 			evs_stream_release_claim(s);

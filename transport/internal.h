@@ -87,7 +87,7 @@ struct evs_stream {
 	uint64_t resv_size;
 	uint32_t resv_type;
 	bool timestamps;
-	int efd;                  /* wakeup kick end (wake.c); never leaves this process */
+	int efd;
 
 	/* Set by whoever attaches a consumer; read by the producer on emit. */
 	_Atomic int active __attribute__((aligned(EVS_CACHELINE)));
@@ -97,16 +97,17 @@ struct evs_stream {
 	uint64_t dropped_events[EVS_DROP_CAUSE_COUNT] __attribute__((aligned(EVS_CACHELINE)));
 	uint64_t dropped_bytes[EVS_DROP_CAUSE_COUNT];
 	uint64_t wakeups;
-	/* Drop burst not yet reported to the drop tracepoint. */
-	uint64_t burst_events;
-	uint64_t burst_bytes;
+	/* Drop run and the batch of it not yet reported to the drop
+	 * tracepoint; see drop.c. */
+	uint64_t burst_events;    /* drops since the last accepted event */
+	uint64_t burst_pending;   /* of those, not yet reported */
+	uint64_t burst_bytes;     /* bytes of the pending ones */
 	int burst_cause;
 
 	/* Cold. */
 	unsigned int core;
 	struct evs_backing backing;
 	struct evs_map map;
-	int wake_fd;                   /* wakeup wait end, handed to consumers */
 	int conn_fd;                   /* remote consumer's socket (server thread) */
 	struct evs_consumer *local;    /* in-process consumer, under the registry lock */
 	struct evs_producer *owner;
@@ -135,13 +136,11 @@ EVS_HIDDEN int evs_stream_claim(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_activate(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_release_claim(struct evs_stream *s);
 
-/* ------------------------------------------------------------ wakeups */
-/* A socket pair: the producer sends on kick_fd, consumers poll wait_fd. */
-EVS_HIDDEN int evs_wake_pair(int *kick_fd, int *wait_fd);
-/* Never blocks; false when the queue is full (a kick is pending anyway). */
-EVS_HIDDEN bool evs_wake_kick(int kick_fd);
-/* Never blocks: 1 kicks were read, 0 none, -EPIPE the kick end is closed. */
-EVS_HIDDEN int evs_wake_drain(int wait_fd);
+/* ------------------------------------------------------------ eventfd */
+/* Write 1 / read everything, never waiting whatever the consumer did to the
+ * shared file flags. */
+EVS_HIDDEN bool evs_efd_kick(int efd);
+EVS_HIDDEN void evs_efd_drain(int efd);
 
 /* ------------------------------------------------------------ registry */
 EVS_HIDDEN void evs_registry_lock(void);
@@ -192,8 +191,10 @@ struct evs_consumer {
 	bool armed;
 	bool kick_pending;
 	bool gone;                /* the producer socket hung up */
+	uint64_t arms;
+	uint64_t empty_peeks;
 
-	int efd;                  /* wakeup wait end (wake.c) */
+	int efd;
 	int sock;                 /* -1 in process */
 	unsigned int core;
 	struct evs_map map;

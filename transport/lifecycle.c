@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 
 #include "internal.h"
+#include "probes.h"
 
 static void stream_init_shared(struct evs_stream *s, const struct evs_producer *p)
 {
@@ -32,7 +34,7 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 	s->core = core;
 	s->owner = p;
 	s->conn_fd = -1;
-	s->efd = s->wake_fd = -1;
+	s->efd = -1;
 	err = evs_backing_create(&s->backing, &p->cfg, p->name, core);
 	if (err)
 		return err;
@@ -40,9 +42,9 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 			     s->backing.page_size, true);
 	if (err)
 		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
-	err = evs_wake_pair(&s->efd, &s->wake_fd);
-	if (err)
-		return evs_fail(-err, "wakeup socket pair for core %u: %s", core, evs_strerror(err));
+	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->efd < 0)
+		return evs_fail(errno, "eventfd for core %u: %s", core, evs_strerror(errno));
 	stream_init_shared(s, p);
 	s->prod = s->map.prod;
 	s->cons = s->map.cons;
@@ -61,12 +63,11 @@ static void stream_fini(struct evs_stream *s)
 		 * check: everything committed is visible once CLOSED is */
 		smp_store_release(&s->map.prod->state, EVS_STATE_CLOSED);
 	}
-	/* closing the kick end wakes a sleeping consumer (EOF), which then
-	 * sees CLOSED */
-	if (s->efd >= 0)
+	/* wake a sleeping consumer so that it sees CLOSED */
+	if (s->efd >= 0) {
+		evs_efd_kick(s->efd);
 		close(s->efd);
-	if (s->wake_fd >= 0)
-		close(s->wake_fd);
+	}
 	if (s->conn_fd >= 0)
 		close(s->conn_fd);
 	evs_map_detach(&s->map);
@@ -114,7 +115,6 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 	memset(p->streams, 0, sizeof(*p->streams) * ncores);
 	for (unsigned int i = 0; i < ncores; i++) {
 		p->streams[i].efd = -1;
-		p->streams[i].wake_fd = -1;
 		p->streams[i].conn_fd = -1;
 		p->streams[i].backing.ctl_fd = -1;
 		p->streams[i].backing.data_fd = -1;
@@ -197,17 +197,24 @@ int evs_stream_claim(struct evs_stream *s)
 void evs_stream_activate(struct evs_stream *s)
 {
 	/* a kick left over from a previous consumer would be a spurious wakeup */
-	evs_wake_drain(s->wake_fd);
+	evs_efd_drain(s->efd);
 	/* the consumer starts armed: the first commit wakes it, so a client
 	 * that polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
 	/* pairs with smp_load_acquire(&s->active) in stream_reserve() */
 	smp_store_release(&s->active, 1);
+	if (EVS_PROBE_ENABLED(connect))
+		EVS_PROBE2(connect, s->core, s->owner ? s->owner->name : NULL);
 }
 
 void evs_stream_release_claim(struct evs_stream *s)
 {
-	/* the producer drops as no_consumer from its next emit on */
+	/* pairs with smp_load_acquire(&s->active) in stream_reserve(): the
+	 * producer drops as no_consumer from its next emit on */
 	smp_store_release(&s->active, 0);
+	/* pairs with cmpxchg(&s->claimed) in evs_stream_claim(): the next
+	 * consumer claims only after this one is inactive */
 	smp_store_release(&s->claimed, 0);
+	if (EVS_PROBE_ENABLED(disconnect))
+		EVS_PROBE2(disconnect, s->core, s->owner ? s->owner->name : NULL);
 }

@@ -3,7 +3,7 @@
  * The runtime's debug-stream API on top of the native consumer:
  * connect / read one event / close, with NRT_STATUS codes.
  *
- * The stream fd is the consumer's wakeup fd (evs_consumer__fd()). The stream it names is found in
+ * The stream fd is the consumer's eventfd. The stream it names is found in
  * a small table under a mutex (connect and close are rare; lookups are a
  * short scan).
  */

@@ -4,7 +4,7 @@
  *
  * The producer thread of a core is the only writer of that stream's
  * producer fields; it never blocks and makes no syscall unless the consumer
- * has armed its wakeup (then one kick on the wakeup socket per sleep).
+ * has armed its wakeup (then one eventfd write per sleep).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "probes.h"
 
 static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int core)
 {
@@ -93,10 +94,13 @@ static void stream_wake_slow(struct evs_stream *s)
 {
 	if (xchg(&s->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED)
 		return;
-	/* never waits, whatever the consumer did to its end (wake.c) */
-	if (evs_wake_kick(s->efd)) {
+	/* one write per sleep cannot fill the counter; evs_efd_kick() also
+	 * makes sure a consumer that filled it cannot make us wait */
+	if (evs_efd_kick(s->efd)) {
 		s->wakeups++;
 		WRITE_ONCE(&s->prod->wakeups, s->wakeups);
+		if (EVS_PROBE_ENABLED(wakeup))
+			EVS_PROBE2(wakeup, s->core, s->wakeups);
 	}
 }
 
@@ -109,6 +113,8 @@ static void stream_commit(struct evs_stream *s)
 	h->flags = 0;
 	h->seq = s->produced;
 	h->timestamp_ns = s->timestamps ? now_ns() : 0;
+	/* old payload bytes are there after a wrap: reserved means zero */
+	memset(h->reserved, 0, sizeof(h->reserved));
 
 	s->produced++;
 	s->committed++;
@@ -232,15 +238,17 @@ EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
 				struct evs_stream_stats *st)
 {
 	const struct evs_stream *s = stream_of(p, core);
+	struct evs_stream_stats full = { .sz = sizeof(full) };
 	size_t sz;
 
 	if (!s || !st || st->sz < offsetof(struct evs_stream_stats, core) + sizeof(st->core))
 		return -EINVAL;
-	sz = st->sz;
-	memset(st, 0, sz);
+	/* an older, smaller struct gets the fields it knows */
+	sz = st->sz < sizeof(full) ? st->sz : sizeof(full);
+	fill_stats_from_shm(s->prod, s->cons, &full);
+	full.connected = (uint32_t)READ_ONCE(&s->active);
+	memcpy(st, &full, sz);
 	st->sz = sz;
-	fill_stats_from_shm(s->prod, s->cons, st);
-	st->connected = (uint32_t)READ_ONCE(&s->active);
 	return 0;
 }
 

@@ -142,7 +142,7 @@ static void serve_client(struct evs_server *srv, int fd)
 	w.page_size = s->backing.page_size;
 	w.flags = s->backing.hugetlb ? EVS_SHM_F_HUGETLB : 0;
 	{
-		int fds[3] = { s->backing.ctl_fd, s->backing.data_ro_fd, s->wake_fd };
+		int fds[3] = { s->backing.ctl_fd, s->backing.data_ro_fd, s->efd };
 
 		if (send_welcome(fd, &w, fds, 3)) {
 			evs_stream_release_claim(s);

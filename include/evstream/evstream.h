@@ -170,6 +170,7 @@ struct evs_stream_stats {
 	uint32_t connected;       /* producer side: a consumer is attached */
 	uint32_t producer_closed; /* consumer side: the producer has gone */
 	uint32_t core;
+	uint64_t arms;            /* consumer side: times it armed the wakeup (>= wakeups - 1) */
 };
 
 EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
@@ -187,11 +188,8 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 						   const struct evs_consumer_opts *opts);
 EVS_API void evs_consumer__free(struct evs_consumer *c);
 
-/* The fd that becomes readable when records are pending (after
- * evs_consumer__prepare_wait() returned 0) or the producer has gone: the
- * wait end of a socket pair whose other end only the producer holds (an
- * eventfd would let a consumer block the producer). Poll it, never read
- * it. Owned by the consumer. */
+/* The eventfd that becomes readable when records are pending (after
+ * evs_consumer__prepare_wait() returned 0). Owned by the consumer. */
 EVS_API int evs_consumer__fd(const struct evs_consumer *c);
 /* The socket to the producer (readable / hang-up when the producer is gone),
  * or -1 for a producer in this process. Owned by the consumer. */

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * evs-bench-drops: what one dropped event costs the producer, without any
+ * tracer and with the evs-drops BPF program attached to evstream:drop (the
+ * probe semaphore armed, a uprobe hit per batch of EVS_DROP_BATCH drops).
+ *
+ *   evs-bench-drops [--json] [--events N]
+ *
+ * Exit 77 (after printing the figure without BPF) when BPF is unusable.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "evstream/evstream.h"
+#include "drops_loader.h"
+#include "probes.h"
+
+#define CHUNK (256 * 1024) /* drops per timed chunk: 256 batches */
+#define HITS 20000   /* drop+flush pairs: one probe hit each */
+
+static char payload[100];
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/*
+ * n drops on a full ring, timed in chunks of CHUNK: the best chunk is the
+ * cost without preemption by the other programs on the machine; the median
+ * says how noisy it was. A chunk spans many batches, so the best chunk still
+ * pays its share of probe hits.
+ */
+struct timing {
+	double best, median;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct timing time_drops(struct evs_producer *p, long n)
+{
+	long chunks = n / CHUNK > 0 ? n / CHUNK : 1;
+	long per = n / chunks;
+	double *t = calloc(chunks, sizeof(*t));
+	struct timing r = { 0, 0 };
+
+	if (!t)
+		return r;
+	for (long c = 0; c < chunks; c++) {
+		double t0 = now_ns();
+
+		for (long i = 0; i < per; i++)
+			evs_producer__emit(p, 0, 1, payload, sizeof(payload));
+		t[c] = (now_ns() - t0) / (double)per;
+	}
+	evs_producer__flush(p, 0);
+	qsort(t, chunks, sizeof(*t), cmp_double);
+	r.best = t[0];
+	r.median = t[chunks / 2];
+	free(t);
+	return r;
+}
+
+/* Each drop reported on its own (flush after every drop): ns per pair. */
+static double time_hits(struct evs_producer *p)
+{
+	double t0 = now_ns();
+
+	for (int i = 0; i < HITS; i++) {
+		evs_producer__emit(p, 0, 1, payload, sizeof(payload));
+		evs_producer__flush(p, 0);
+	}
+	return (now_ns() - t0) / HITS;
+}
+
+static int find_lib(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	if (info->dlpi_name && strstr(info->dlpi_name, "libevstream.so"))
+		return realpath(info->dlpi_name, ctx) != NULL;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "events", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	EVS_OPTS(evs_producer_opts, po, .max_events = 2, .ring_bytes = 65536,
+		 .hugepages = EVS_HUGEPAGES_OFF, .no_timestamps = 1);
+	long n = 10 * 1000 * 1000;
+	int json = 0, c, rc = 0;
+	struct timing no_bpf, bpf = { 0, 0 };
+	double no_bpf_hit, bpf_hit = 0;
+	char lib[PATH_MAX] = "", pin[64], reason[1100] = "";
+	unsigned long long counted = 0, expect = 0;
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p;
+	struct evs_consumer *cons;
+	struct evs_drops *d = NULL;
+
+	while ((c = getopt_long(argc, argv, "jn:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'n':
+			n = strtol(optarg, NULL, 10);
+			if (n <= 0)
+				return fprintf(stderr, "evs-bench-drops: bad --events\n"), 2;
+			break;
+		default:
+			fprintf(stderr, "usage: evs-bench-drops [--json] [--events N]\n");
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	snprintf(pin, sizeof(pin), "/sys/fs/bpf/evstream-bench-%d", (int)getpid());
+	/* in-process only: no socket, never meets another producer */
+	p = evs_producer__new(NULL, 1, &po);
+	if (!p)
+		return fprintf(stderr, "evs-bench-drops: producer: %s\n", evs_errmsg()), 1;
+	cons = evs_consumer__connect(NULL, 0, NULL);
+	if (!cons)
+		return fprintf(stderr, "evs-bench-drops: consumer: %s\n", evs_errmsg()), 1;
+	/* fill the ring; the consumer never reads: every emit from here drops */
+	evs_producer__emit(p, 0, 1, payload, sizeof(payload));
+	evs_producer__emit(p, 0, 1, payload, sizeof(payload));
+	time_drops(p, n / 10 + 1);   /* warm up */
+
+	no_bpf = time_drops(p, n);
+	no_bpf_hit = time_hits(p);
+
+	dl_iterate_phdr(find_lib, lib);
+	if (evs_drops__check_env(pin)) {
+		snprintf(reason, sizeof(reason), "%s", evs_drops__errmsg());
+		rc = 77;
+	} else {
+		struct evs_drops_opts o = { .sz = sizeof(o), .pin_dir = pin, .binary = lib };
+		struct evs_drop_val v;
+
+		d = evs_drops__open(&o);
+		if (!d) {
+			snprintf(reason, sizeof(reason), "%s", evs_drops__errmsg());
+			rc = 77;
+		} else {
+			evs_producer__stats(p, 0, &st);
+			expect = st.dropped;
+			bpf = time_drops(p, n);
+			bpf_hit = time_hits(p);
+			evs_producer__stats(p, 0, &st);
+			expect = st.dropped - expect;
+			if (evs_drops__lookup(d, getpid(), 0, &v) == 0)
+				counted = v.events;
+			evs_drops__free(d);
+			evs_drops__unpin(pin);
+		}
+	}
+	evs_consumer__free(cons);
+	evs_producer__free(p);
+
+	if (json) {
+		printf("{\"bench\":\"drop_cost\",\"events\":%ld,\"chunk\":%d,\"batch\":%u,"
+		       "\"ns_per_drop_no_bpf\":%.2f,\"ns_per_drop_no_bpf_median\":%.2f",
+		       n, CHUNK, EVS_DROP_BATCH, no_bpf.best, no_bpf.median);
+		if (rc == 0)
+			printf(",\"bpf\":true,\"ns_per_drop_bpf\":%.2f,\"ns_per_drop_bpf_median\":%.2f,"
+			       "\"ns_added_by_bpf\":%.2f,\"ns_per_probe_hit\":%.0f,"
+			       "\"bpf_counted\":%llu,\"bpf_expected\":%llu,\"target_ns\":10",
+			       bpf.best, bpf.median, bpf.best - no_bpf.best, bpf_hit - no_bpf_hit,
+			       counted, expect);
+		else
+		{
+			printf(",\"bpf\":false,\"reason\":\"");
+			for (const char *q = reason; *q; q++)
+				if (*q == '"' || *q == '\\')
+					printf("\\%c", *q);
+				else if ((unsigned char)*q >= 0x20)
+					putchar(*q);
+			printf("\"");
+		}
+		printf("}\n");
+	} else {
+		printf("drop cost: %ld drops per case, timed in chunks of %d, %zu-byte events, "
+		       "batch %u\n", n, CHUNK, sizeof(payload), EVS_DROP_BATCH);
+		printf("                            best chunk   median chunk\n");
+		printf("  without BPF:              %7.2f ns     %7.2f ns per dropped event\n",
+		       no_bpf.best, no_bpf.median);
+		if (rc == 0) {
+			printf("  with evs-drops attached:  %7.2f ns     %7.2f ns per dropped event "
+			       "(target <= 10)\n", bpf.best, bpf.median);
+			printf("  added by the BPF program: %7.2f ns per dropped event\n",
+			       bpf.best - no_bpf.best);
+			printf("  one probe hit (uprobe + BPF program): %.0f ns\n",
+			       bpf_hit - no_bpf_hit);
+			printf("  counted by BPF: %llu of %llu drops%s\n", counted, expect,
+			       counted == expect ? " (exact)" : " (MISMATCH)");
+		}
+	}
+	if (rc == 77)
+		fprintf(stderr, "evs-bench-drops: no figure with BPF: %s\n", reason);
+	else if (counted != expect)
+		rc = 1;
+	return rc;
+}

@@ -1,0 +1,587 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * eBPF drop accounting: the USDT probes in libevstream.so, the BPF map they
+ * feed (read with libbpf and with `bpftool -j map dump pinned`), the probe
+ * semaphore, and evs-drops' pin/reuse/detach. Needs root and a kernel with
+ * BTF and uprobes; skips loudly otherwise. Pins go to a directory unique to
+ * the test process, never to /sys/fs/bpf/evstream.
+ */
+#include <limits.h>
+#include <link.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+#ifdef EVS_HAVE_BPF
+#include "drops_loader.h"
+
+#define NPROC    3
+#define NCORES   3        /* cores 0, 1: stalled consumer; core 2: none */
+#define MAXEV    8        /* event limit of each ring */
+#define RING     65536
+#define SMALL    100
+#define BIG      (RING + 1)
+#define BATCH    1024     /* EVS_DROP_BATCH in transport/probes.h */
+
+struct lib_info {
+	char path[PATH_MAX];
+	unsigned long base;
+};
+
+static int find_lib(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct lib_info *li = ctx;
+
+	(void)size;
+	if (info->dlpi_name && strstr(info->dlpi_name, "libevstream.so")) {
+		if (!realpath(info->dlpi_name, li->path))
+			return 0;
+		li->base = info->dlpi_addr;
+		return 1;
+	}
+	return 0;
+}
+
+static const struct lib_info *this_lib(void)
+{
+	static struct lib_info li;
+
+	if (!li.path[0])
+		dl_iterate_phdr(find_lib, &li);
+	ck_assert_msg(li.path[0], "libevstream.so is not mapped in the test");
+	return &li;
+}
+
+/* The drop probe's semaphore as this process sees it. */
+static unsigned short drop_semaphore(void)
+{
+	const struct lib_info *li = this_lib();
+	struct evs_stapsdt_note n;
+
+	ck_assert_int_eq(evs_stapsdt_find(li->path, "evstream", "drop", &n), 0);
+	ck_assert(n.sema != 0);
+	return __atomic_load_n((unsigned short *)(li->base + n.sema), __ATOMIC_RELAXED);
+}
+
+/* the suite's pid, so main() can clean up after a test that failed midway */
+static pid_t suite_pid;
+static const char *const pin_tags[] = { "multi", "lag", "sema", "reuse", "tool", "err" };
+
+static const char *pin_dir(const char *tag)
+{
+	static char buf[128];
+
+	snprintf(buf, sizeof(buf), "/sys/fs/bpf/evstream-test-%d-%s", (int)suite_pid, tag);
+	return buf;
+}
+
+static const char *tool_path(void)
+{
+	static char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 32);
+	char *slash;
+
+	ck_assert(n > 0);
+	buf[n] = 0;
+	slash = strrchr(buf, '/');
+	ck_assert(slash);
+	strcpy(slash, "/../evs-drops");
+	return buf;
+}
+
+/* Skip (loudly) unless BPF can be used here. */
+#define NEED_BPF(dir)                                                           \
+	do {                                                                    \
+		if (evs_drops__check_env(dir))                                  \
+			EVS_SKIP("BPF unusable here: %s", evs_drops__errmsg()); \
+	} while (0)
+
+static struct evs_drops *attach(const char *dir)
+{
+	struct evs_drops_opts o = { .sz = sizeof(o), .pin_dir = dir, .binary = this_lib()->path };
+	struct evs_drops *d = evs_drops__open(&o);
+
+	ck_assert_msg(d, "evs_drops__open: %s", evs_drops__errmsg());
+	return d;
+}
+
+static void stats_of(struct evs_producer *p, unsigned int core, struct evs_stream_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->sz = sizeof(*st);
+	ck_assert_int_eq(evs_producer__stats(p, core, st), 0);
+}
+
+static uint64_t sum(const uint64_t *v)
+{
+	uint64_t s = 0;
+
+	for (int i = 0; i < EVS_DROP_CAUSE_COUNT; i++)
+		s += v[i];
+	return s;
+}
+
+static void emit_n(struct evs_producer *p, unsigned int core, int n, size_t size, int want)
+{
+	static char buf[BIG];
+
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(evs_producer__emit(p, core, 1, buf, size), want);
+}
+
+static int count_one(void *ctx, const struct evs_record *r)
+{
+	(void)r;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+START_TEST(test_library_has_probe_notes_with_semaphores)
+{
+	static const char *const probes[] = { "drop", "connect", "disconnect", "wakeup" };
+	struct evs_stapsdt_note n;
+
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		ck_assert_msg(evs_stapsdt_find(this_lib()->path, "evstream", probes[i], &n) == 0,
+			      "no evstream:%s note in %s", probes[i], this_lib()->path);
+		ck_assert_msg(n.sema != 0, "evstream:%s has no semaphore", probes[i]);
+	}
+	/* drop(core, events, bytes, cause, total, first) */
+	ck_assert_int_eq(evs_stapsdt_find(this_lib()->path, "evstream", "drop", &n), 0);
+	int args = 1;
+	for (const char *s = n.args; *s; s++)
+		args += *s == ' ';
+	ck_assert_int_eq(args, 6);
+	ck_assert_int_eq(evs_stapsdt_find("/bin/true", "evstream", "drop", &n), -ENOENT);
+}
+END_TEST
+
+/*
+ * One child: ring-full and too-big drops on cores 0 and 1 (consumer attached
+ * and stalled), no-consumer drops on core 2; runs that end by an accepted
+ * event, cause changes inside a run, runs longer than a batch. Writes its
+ * final shared-header stats to fd.
+ */
+static void child_drops(int idx, int fd)
+{
+	EVS_OPTS(evs_producer_opts, o, .max_events = MAXEV, .ring_bytes = RING,
+		 .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st[NCORES];
+	struct evs_consumer *c[2];
+	char name[80];
+	struct evs_producer *p;
+
+	snprintf(name, sizeof(name), "%s-%d", evs_test_name("bpf"), idx);
+	p = evs_producer__new(name, NCORES, &o);
+	ck_assert_msg(p, "producer: %s", evs_errmsg());
+	for (int core = 0; core < 2; core++) {
+		int got = 0;
+
+		c[core] = evs_consumer__connect(name, core, NULL);
+		ck_assert_msg(c[core], "consumer: %s", evs_errmsg());
+		emit_n(p, core, MAXEV, SMALL, 0);
+		emit_n(p, core, 50 + 7 * idx + 3 * core, SMALL, -ENOBUFS);
+		emit_n(p, core, 2 + core, BIG, -EMSGSIZE);          /* cause changes */
+		emit_n(p, core, 1500 + 100 * idx, SMALL, -ENOBUFS); /* crosses a batch */
+		ck_assert_int_eq(evs_consumer__consume(c[core], count_one, &got, 0), MAXEV);
+		emit_n(p, core, 1, SMALL, 0);                       /* run 1 ends */
+		emit_n(p, core, 3, BIG, -EMSGSIZE);
+		emit_n(p, core, 1, SMALL, 0);                       /* run 2 ends */
+		emit_n(p, core, MAXEV - 2, SMALL, 0);
+		emit_n(p, core, 2 * BATCH + 52, SMALL, -ENOBUFS);   /* run 3: flushed */
+		ck_assert_int_eq(evs_producer__flush(p, core), 0);
+	}
+	emit_n(p, 2, 300 + idx, SMALL, -ENOTCONN);
+	ck_assert_int_eq(evs_producer__flush(p, 2), 0);
+	for (int core = 0; core < NCORES; core++)
+		stats_of(p, core, &st[core]);
+	ck_assert(write(fd, st, sizeof(st)) == sizeof(st));
+	evs_consumer__free(c[0]);
+	evs_consumer__free(c[1]);
+	evs_producer__free(p);
+}
+
+/* pid core events bytes bursts ring_full too_big no_consumer total, one line
+ * per entry, from bpftool's JSON (parsed by Python's json module). */
+static int bpftool_dump(const char *dir, unsigned long long rows[][9], int max)
+{
+	char cmd[512];
+	FILE *f;
+	int n = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "bpftool -j map dump pinned %s/drops | /usr/bin/python3 -c '"
+		 "import json,sys\n"
+		 "for e in json.load(sys.stdin):\n"
+		 "  k=e[\"formatted\"][\"key\"]; v=e[\"formatted\"][\"value\"]\n"
+		 "  print(k[\"pid\"],k[\"core\"],v[\"events\"],v[\"bytes\"],v[\"bursts\"],"
+		 "v[\"ring_full\"],v[\"too_big\"],v[\"no_consumer\"],v[\"total\"])'", dir);
+	f = popen(cmd, "r");
+	ck_assert(f);
+	while (n < max && fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &rows[n][0],
+				 &rows[n][1], &rows[n][2], &rows[n][3], &rows[n][4], &rows[n][5],
+				 &rows[n][6], &rows[n][7], &rows[n][8]) == 9)
+		n++;
+	ck_assert_int_eq(pclose(f), 0);
+	return n;
+}
+
+START_TEST(test_map_equals_shared_counters_after_flush)
+{
+	const char *dir = pin_dir("multi");
+	struct evs_stream_stats st[NPROC][NCORES];
+	unsigned long long rows[64][9];
+	pid_t pids[NPROC];
+	struct evs_drops *d;
+	int nrows, entries = 0;
+
+	NEED_BPF(dir);
+	d = attach(dir);
+	ck_assert(evs_drops__is_owner(d));
+	for (int i = 0; i < NPROC; i++) {
+		int fds[2];
+
+		ck_assert_int_eq(pipe(fds), 0);
+		pids[i] = fork();
+		ck_assert(pids[i] >= 0);
+		if (pids[i] == 0) {
+			close(fds[0]);
+			child_drops(i, fds[1]);
+			_exit(0);
+		}
+		close(fds[1]);
+		ck_assert(read(fds[0], st[i], sizeof(st[i])) == sizeof(st[i]));
+		close(fds[0]);
+	}
+	for (int i = 0; i < NPROC; i++) {
+		int status;
+
+		ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+
+	nrows = bpftool_dump(dir, rows, 64);
+	for (int i = 0; i < NPROC; i++) {
+		for (int core = 0; core < NCORES; core++) {
+			const struct evs_stream_stats *s = &st[i][core];
+			struct evs_drop_val v;
+			int found = 0;
+
+			ck_assert_int_eq(evs_drops__lookup(d, pids[i], core, &v), 0);
+			/* exact after flush: every cause, bytes, the stream's own total */
+			ck_assert_uint_eq(v.events, s->dropped);
+			ck_assert_uint_eq(v.bytes, sum(s->dropped_bytes));
+			ck_assert_uint_eq(v.ring_full, s->dropped_events[EVS_DROP_RING_FULL]);
+			ck_assert_uint_eq(v.too_big, s->dropped_events[EVS_DROP_TOO_BIG]);
+			ck_assert_uint_eq(v.no_consumer, s->dropped_events[EVS_DROP_NO_CONSUMER]);
+			ck_assert_uint_eq(v.total, s->dropped);
+			/* three runs on cores 0 and 1, one on core 2 */
+			ck_assert_uint_eq(v.bursts, core < 2 ? 3 : 1);
+			/* and the numbers child_drops() meant to drop */
+			uint64_t full = core < 2 ? (50 + 7 * i + 3 * core) + (1500 + 100 * i) +
+						   (2 * BATCH + 52) : 0;
+			uint64_t big = core < 2 ? 5 + core : 0;
+			uint64_t none = core < 2 ? 0 : 300 + i;
+			ck_assert_uint_eq(s->dropped_events[EVS_DROP_RING_FULL], full);
+			ck_assert_uint_eq(s->dropped_events[EVS_DROP_TOO_BIG], big);
+			ck_assert_uint_eq(s->dropped_events[EVS_DROP_NO_CONSUMER], none);
+			ck_assert_uint_eq(v.bytes, (full + none) * SMALL + big * BIG);
+			entries++;
+
+			for (int r = 0; r < nrows; r++) {
+				if (rows[r][0] != (unsigned long long)pids[i] || rows[r][1] != (unsigned)core)
+					continue;
+				found = 1;
+				ck_assert_uint_eq(rows[r][2], s->dropped);
+				ck_assert_uint_eq(rows[r][3], sum(s->dropped_bytes));
+				ck_assert_uint_eq(rows[r][4], v.bursts);
+				ck_assert_uint_eq(rows[r][5], s->dropped_events[EVS_DROP_RING_FULL]);
+				ck_assert_uint_eq(rows[r][6], s->dropped_events[EVS_DROP_TOO_BIG]);
+				ck_assert_uint_eq(rows[r][7], s->dropped_events[EVS_DROP_NO_CONSUMER]);
+				ck_assert_uint_eq(rows[r][8], s->dropped);
+			}
+			ck_assert_msg(found, "bpftool shows no entry for pid %d core %d",
+				      (int)pids[i], core);
+		}
+	}
+	ck_assert_int_eq(entries, NPROC * NCORES);
+	evs_drops__free(d);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
+START_TEST(test_map_lags_by_less_than_a_batch_before_flush)
+{
+	const char *dir = pin_dir("lag");
+	EVS_OPTS(evs_producer_opts, o, .max_events = 2, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st;
+	struct evs_drop_val v;
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	struct evs_drops *d;
+
+	NEED_BPF(dir);
+	d = attach(dir);
+	p = evs_producer__new(evs_test_name("lag"), 1, &o);
+	ck_assert(p);
+	c = evs_consumer__connect(evs_test_name("lag"), 0, NULL);
+	ck_assert(c);
+	emit_n(p, 0, 2, SMALL, 0);
+	emit_n(p, 0, 3000, SMALL, -ENOBUFS);
+	stats_of(p, 0, &st);
+	ck_assert_int_eq(evs_drops__lookup(d, getpid(), 0, &v), 0);
+	/* two full batches reported, 952 held back */
+	ck_assert_uint_eq(v.events, 2 * BATCH);
+	ck_assert_uint_lt(st.dropped - v.events, BATCH);
+	ck_assert_int_eq(evs_producer__flush(p, 0), 0);
+	ck_assert_int_eq(evs_drops__lookup(d, getpid(), 0, &v), 0);
+	ck_assert_uint_eq(v.events, st.dropped);
+	ck_assert_uint_eq(v.batches, 3);
+	ck_assert_uint_eq(v.bursts, 1);
+	/* a second flush has nothing to report */
+	ck_assert_int_eq(evs_producer__flush(p, 0), 0);
+	ck_assert_int_eq(evs_drops__lookup(d, getpid(), 0, &v), 0);
+	ck_assert_uint_eq(v.batches, 3);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+	evs_drops__free(d);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
+START_TEST(test_semaphore_is_zero_and_probe_not_hit_when_detached)
+{
+	const char *dir = pin_dir("sema");
+	EVS_OPTS(evs_producer_opts, o, .max_events = 2, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_drops_opts ro = { .sz = sizeof(ro), .pin_dir = dir, .no_attach = 1 };
+	struct evs_stream_stats st;
+	struct evs_drop_val v;
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	struct evs_drops *d;
+
+	NEED_BPF(dir);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+	p = evs_producer__new(evs_test_name("sema"), 1, &o);
+	ck_assert(p);
+	c = evs_consumer__connect(evs_test_name("sema"), 0, NULL);
+	ck_assert(c);
+	emit_n(p, 0, 2, SMALL, 0);
+	emit_n(p, 0, 5, SMALL, -ENOBUFS);     /* before attach: never reported */
+	ck_assert_int_eq(evs_producer__flush(p, 0), 0);
+
+	d = attach(dir);
+	ck_assert_uint_eq(drop_semaphore(), 1);
+	emit_n(p, 0, 10, SMALL, -ENOBUFS);
+	ck_assert_int_eq(evs_producer__flush(p, 0), 0);
+	ck_assert_int_eq(evs_drops__lookup(d, getpid(), 0, &v), 0);
+	ck_assert_uint_eq(v.events, 10);
+	ck_assert_uint_eq(v.total, 15);       /* the stream's own running total */
+	evs_drops__free(d);                   /* detach; the map stays pinned */
+	ck_assert_uint_eq(drop_semaphore(), 0);
+
+	emit_n(p, 0, 2000, SMALL, -ENOBUFS);  /* batch-sized runs: would fire */
+	ck_assert_int_eq(evs_producer__flush(p, 0), 0);
+	d = evs_drops__open(&ro);
+	ck_assert_msg(d, "%s", evs_drops__errmsg());
+	ck_assert_int_eq(evs_drops__lookup(d, getpid(), 0, &v), 0);
+	ck_assert_uint_eq(v.events, 10);      /* the probe was not hit */
+	ck_assert_uint_eq(v.batches, 1);
+	stats_of(p, 0, &st);
+	ck_assert_uint_eq(st.dropped, 2015);
+	evs_drops__free(d);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
+START_TEST(test_second_open_reuses_pinned_map_without_double_counting)
+{
+	const char *dir = pin_dir("reuse");
+	EVS_OPTS(evs_producer_opts, o, .max_events = 2, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_drops *d1, *d2;
+	struct evs_drop_val v;
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	char cmd[PATH_MAX + 256], out[4096], want[64];
+	FILE *f;
+	size_t n;
+
+	NEED_BPF(dir);
+	d1 = attach(dir);
+	d2 = attach(dir);
+	ck_assert(evs_drops__is_owner(d1));
+	ck_assert(!evs_drops__is_owner(d2));
+	ck_assert_int_eq(evs_drops__owner_pid(d2), getpid());
+	ck_assert_uint_eq(drop_semaphore(), 1);   /* attached once */
+
+	p = evs_producer__new(evs_test_name("reuse"), 1, &o);
+	ck_assert(p);
+	c = evs_consumer__connect(evs_test_name("reuse"), 0, NULL);
+	ck_assert(c);
+	emit_n(p, 0, 2, SMALL, 0);
+	emit_n(p, 0, 10, SMALL, -ENOBUFS);
+	ck_assert_int_eq(evs_producer__flush(p, 0), 0);
+	ck_assert_int_eq(evs_drops__lookup(d2, getpid(), 0, &v), 0);
+	ck_assert_uint_eq(v.events, 10);
+
+	/* the tool, too, reads the pinned map and does not attach again */
+	snprintf(cmd, sizeof(cmd), "%s --once --json -i 0.05 -d %s", tool_path(), dir);
+	f = popen(cmd, "r");
+	ck_assert(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	ck_assert_int_eq(pclose(f), 0);
+	snprintf(want, sizeof(want), "\"owner_pid\":%d,", (int)getpid());
+	ck_assert_msg(strstr(out, want), "evs-drops output: %s", out);
+	snprintf(want, sizeof(want), "{\"pid\":%d,", (int)getpid());
+	ck_assert_msg(strstr(out, want), "evs-drops output: %s", out);
+	ck_assert_msg(strstr(out, "\"events\":10,"), "evs-drops output: %s", out);
+	ck_assert_uint_eq(drop_semaphore(), 1);
+
+	evs_consumer__free(c);
+	evs_producer__free(p);
+	evs_drops__free(d2);
+	evs_drops__free(d1);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
+static int run(const char *cmd, char *out, size_t len)
+{
+	FILE *f = popen(cmd, "r");
+	size_t n;
+
+	ck_assert(f);
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	return pclose(f);
+}
+
+START_TEST(test_tool_background_then_detach_leaves_nothing_pinned)
+{
+	const char *dir = pin_dir("tool");
+	char cmd[PATH_MAX + 256], out[4096];
+	struct stat sb;
+
+	NEED_BPF(dir);
+	snprintf(cmd, sizeof(cmd), "%s --background --binary %s -d %s 2>&1", tool_path(),
+		 this_lib()->path, dir);
+	ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "in the background"), "%s", out);
+	ck_assert_uint_eq(drop_semaphore(), 1);   /* attached for every process */
+
+	snprintf(cmd, sizeof(cmd), "%s --once -i 0.05 -d %s 2>&1", tool_path(), dir);
+	ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "DROPPED/s") && strstr(out, "counted by evs-drops pid"), "%s", out);
+
+	snprintf(cmd, sizeof(cmd), "%s --detach -d %s 2>&1", tool_path(), dir);
+	ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_int_ne(stat(dir, &sb), 0);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+	/* detaching what is not there is not an error */
+	ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s", out);
+}
+END_TEST
+
+START_TEST(test_tool_errors_say_what_to_do)
+{
+	char cmd[PATH_MAX + 256], out[4096], tmp[64];
+
+	NEED_BPF(pin_dir("err"));
+	snprintf(cmd, sizeof(cmd), "%s --once --binary /bin/true -d %s 2>&1", tool_path(),
+		 pin_dir("err"));
+	ck_assert_int_ne(run(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "has no USDT probe evstream:drop"), "%s", out);
+
+	snprintf(tmp, sizeof(tmp), "/tmp/evs-test-pins-%d", (int)getpid());
+	ck_assert_int_eq(mkdir(tmp, 0700), 0);
+	snprintf(cmd, sizeof(cmd), "%s --once -d %s/x 2>&1", tool_path(), tmp);
+	ck_assert_int_ne(run(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "not on a bpf filesystem") && strstr(out, "mount -t bpf bpf"),
+		      "%s", out);
+	rmdir(tmp);
+
+	/* without privileges (when setpriv can drop them) */
+	if (access("/usr/bin/setpriv", X_OK) == 0) {
+		snprintf(cmd, sizeof(cmd), "/usr/bin/setpriv --reuid=65534 --regid=65534 "
+			 "--clear-groups --inh-caps=-all %s --once -d %s 2>&1", tool_path(),
+			 pin_dir("err"));
+		ck_assert_int_ne(run(cmd, out, sizeof(out)), 0);
+		ck_assert_msg(strstr(out, "needs root, or CAP_BPF"), "%s", out);
+	}
+
+	/* a process without the library */
+	pid_t pid = fork();
+	ck_assert(pid >= 0);
+	if (pid == 0) {
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	usleep(100 * 1000);
+	snprintf(cmd, sizeof(cmd), "%s --once --pid %d -d %s 2>&1", tool_path(), (int)pid,
+		 pin_dir("err"));
+	int rc = run(cmd, out, sizeof(out));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ck_assert_int_ne(rc, 0);
+	ck_assert_msg(strstr(out, "has no libevstream.so mapped"), "%s", out);
+	ck_assert_int_eq(evs_drops__unpin(pin_dir("err")), 0);
+}
+END_TEST
+
+static Suite *bpf_suite(void)
+{
+	Suite *s = suite_create("bpf");
+	TCase *tc = tcase_create("drops");
+
+	/* loading the program and forking producers takes a few seconds */
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_library_has_probe_notes_with_semaphores);
+	tcase_add_test(tc, test_semaphore_is_zero_and_probe_not_hit_when_detached);
+	tcase_add_test(tc, test_map_lags_by_less_than_a_batch_before_flush);
+	tcase_add_test(tc, test_map_equals_shared_counters_after_flush);
+	tcase_add_test(tc, test_second_open_reuses_pinned_map_without_double_counting);
+	tcase_add_test(tc, test_tool_background_then_detach_leaves_nothing_pinned);
+	tcase_add_test(tc, test_tool_errors_say_what_to_do);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	int rc;
+
+	suite_pid = getpid();
+	rc = evs_run_suite(bpf_suite());
+	/* a failed test stops before its own unpin (and may leave an owner) */
+	for (size_t i = 0; i < sizeof(pin_tags) / sizeof(pin_tags[0]); i++)
+		if (evs_drops__unpin(pin_dir(pin_tags[i])))
+			printf("cleanup: %s\n", evs_drops__errmsg());
+	return rc;
+}
+
+#else /* !EVS_HAVE_BPF */
+
+START_TEST(test_bpf_not_built)
+{
+	EVS_SKIP("eBPF drop accounting not built (clang, bpftool, libbpf-dev, libelf-dev or "
+		 "kernel BTF missing; see the note `make` printed)");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("bpf");
+	TCase *tc = tcase_create("drops");
+
+	tcase_add_test(tc, test_bpf_not_built);
+	suite_add_tcase(s, tc);
+	return evs_run_suite(s);
+}
+#endif

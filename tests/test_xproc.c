@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Producer and consumer in different processes (fork): both directions,
+ * one consumer per stream, consumer hang-up and reconnect, producer exit
+ * and crash with the committed records still drained.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+#define N_EVENTS 20000
+
+static void fill(uint8_t *d, size_t n, uint64_t seq)
+{
+	for (size_t i = 0; i < n; i++)
+		d[i] = (uint8_t)(seq * 13 + i);
+}
+
+static bool intact(const uint8_t *d, size_t n, uint64_t seq)
+{
+	for (size_t i = 0; i < n; i++)
+		if (d[i] != (uint8_t)(seq * 13 + i))
+			return false;
+	return true;
+}
+
+static size_t size_of(uint64_t seq)
+{
+	return (size_t)(seq * 7919 % 3000);
+}
+
+/* Wait until the producer sees a consumer on core (or none, want == 0). */
+static bool wait_connected(struct evs_producer *p, unsigned int core, uint32_t want, int ms)
+{
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+
+	for (int i = 0; i < ms; i++) {
+		if (evs_producer__stats(p, core, &st) == 0 && st.connected == want)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* Emit n events with sizes/patterns from seq, retrying while the ring is
+ * full so that nothing is dropped. */
+static void emit_all(struct evs_producer *p, unsigned int core, uint64_t from, uint64_t n)
+{
+	static uint8_t buf[4096];
+
+	for (uint64_t s = from; s < from + n; s++) {
+		int err;
+
+		fill(buf, size_of(s), s);
+		while ((err = evs_producer__emit(p, core, 3, buf, size_of(s))) == -ENOBUFS)
+			usleep(100);
+		if (err)
+			_exit(100 + (-err & 0x7f));
+	}
+}
+
+/* Read n events, expecting consecutive payload patterns from first; the
+ * sequence numbers may skip ring-full retries (counted as drops). */
+static int read_n(struct evs_consumer *c, uint64_t first, uint64_t n)
+{
+	struct evs_record rec;
+	uint64_t got = 0;
+
+	while (got < n) {
+		int err = evs_consumer__peek(c, &rec);
+
+		if (err == -EAGAIN) {
+			err = evs_consumer__wait(c, 5000);
+			if (err)
+				return 2;
+			continue;
+		}
+		if (err)
+			return 3;
+		if (rec.hdr.data_size != size_of(first + got) || rec.hdr.type != 3)
+			return 4;
+		if (!intact(rec.data, rec.hdr.data_size, first + got))
+			return 5;
+		got++;
+		evs_consumer__release(c);
+	}
+	return 0;
+}
+
+static int exit_code(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status))
+		return 1000 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+static void sync_read(int fd)
+{
+	char ch;
+
+	ck_assert_int_eq(read(fd, &ch, 1), 1);
+}
+
+static void sync_write(int fd)
+{
+	ck_assert_int_eq(write(fd, "x", 1), 1);
+}
+
+START_TEST(test_xproc_consumer_child_receives_all)
+{
+	const char *name = evs_test_name("cc");
+	struct evs_producer *p = evs_producer__new(name, 2, NULL);
+	pid_t pid;
+
+	ck_assert_msg(p, "%s", evs_errmsg());
+	pid = fork();
+	if (pid == 0) {
+		struct evs_consumer *c = evs_consumer__connect(name, 1, NULL);
+
+		if (!c)
+			_exit(1);
+		_exit(read_n(c, 0, N_EVENTS));
+	}
+	ck_assert(wait_connected(p, 1, 1, 5000));
+	emit_all(p, 1, 0, N_EVENTS);
+	ck_assert_int_eq(exit_code(pid), 0);
+	evs_producer__free(p);
+}
+END_TEST
+
+START_TEST(test_xproc_producer_child_consumer_parent)
+{
+	const char *name = evs_test_name("pc");
+	int ready[2], done[2];
+	struct evs_consumer *c;
+	struct evs_record rec;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(done), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct evs_producer *p = evs_producer__new(name, 1, NULL);
+		char ch;
+
+		if (!p)
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1 || !wait_connected(p, 0, 1, 5000))
+			_exit(2);
+		emit_all(p, 0, 0, N_EVENTS);
+		if (read(done[0], &ch, 1) != 1)
+			_exit(3);
+		evs_producer__free(p);
+		_exit(0);
+	}
+	sync_read(ready[0]);
+	c = evs_consumer__connect(name, 0, NULL);
+	ck_assert_msg(c, "%s", evs_errmsg());
+	ck_assert_int_eq(read_n(c, 0, N_EVENTS), 0);
+	sync_write(done[1]);
+	ck_assert_int_eq(exit_code(pid), 0);
+	/* the producer has gone: drained and told so */
+	ck_assert_int_eq(evs_consumer__wait(c, 2000), -EPIPE);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), -EPIPE);
+	evs_consumer__free(c);
+}
+END_TEST
+
+START_TEST(test_xproc_second_consumer_is_refused)
+{
+	const char *name = evs_test_name("two");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	int ready[2], done[2];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(done), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
+		char ch;
+
+		if (!c || write(ready[1], "r", 1) != 1 || read(done[0], &ch, 1) != 1)
+			_exit(1);
+		evs_consumer__free(c);
+		_exit(0);
+	}
+	sync_read(ready[0]);
+	/* another process's client holds core 0: this process cannot have it */
+	ck_assert_ptr_null(evs_consumer__connect(name, 0, NULL));
+	ck_assert_int_eq(errno, EBUSY);
+	sync_write(done[1]);
+	ck_assert_int_eq(exit_code(pid), 0);
+	ck_assert(wait_connected(p, 0, 0, 5000));
+	evs_producer__free(p);
+}
+END_TEST
+
+/* A consumer that dies (SIGKILL) is noticed; the producer drops as
+ * no_consumer without blocking; the next consumer gets what was committed
+ * but not released, then fresh events. */
+START_TEST(test_xproc_consumer_hangup_then_reconnect)
+{
+	const char *name = evs_test_name("hup");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_consumer *c;
+	int ready[2];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(pipe(ready), 0);
+	pid = fork();
+	if (pid == 0) {
+		c = evs_consumer__connect(name, 0, NULL);
+		if (!c || read_n(c, 0, 100) || write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ck_assert(wait_connected(p, 0, 1, 5000));
+	emit_all(p, 0, 0, 150); /* the child reads 100 of them */
+	sync_read(ready[0]);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
+	ck_assert_msg(wait_connected(p, 0, 0, 2000), "producer did not notice the hang-up");
+	ck_assert_int_eq(evs_producer__emit(p, 0, 3, "lost", 4), -ENOTCONN);
+
+	pid = fork();
+	if (pid == 0) {
+		/* a new consumer process: 50 records committed but never
+		 * released by the dead one, then 10 new */
+		c = evs_consumer__connect(name, 0, NULL);
+		if (!c || write(ready[1], "r", 1) != 1)
+			_exit(1);
+		_exit(read_n(c, 100, 60));
+	}
+	sync_read(ready[0]);
+	ck_assert(wait_connected(p, 0, 1, 5000));
+	emit_all(p, 0, 150, 10);
+	ck_assert_int_eq(exit_code(pid), 0);
+	ck_assert(wait_connected(p, 0, 0, 2000));
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.produced, 161);
+	ck_assert_uint_eq(st.committed, 160);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_NO_CONSUMER], 1);
+	ck_assert_uint_eq(st.released, 160);
+	ck_assert_uint_eq(st.produced, st.released + st.dropped);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* The producer process is killed with records in the ring: the consumer
+ * still reads every committed record, then learns the producer is gone. */
+static void producer_dies(bool crash)
+{
+	const char *name = evs_test_name(crash ? "crash" : "exit");
+	int ready[2], go[2];
+	struct evs_consumer *c;
+	struct evs_record rec;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct evs_producer *p = evs_producer__new(name, 1, NULL);
+		char ch;
+
+		if (!p || write(ready[1], "r", 1) != 1 || !wait_connected(p, 0, 1, 5000))
+			_exit(1);
+		emit_all(p, 0, 0, 500);
+		if (write(ready[1], "e", 1) != 1 || read(go[0], &ch, 1) != 1)
+			_exit(2);
+		if (crash)
+			raise(SIGKILL);
+		evs_producer__free(p);
+		_exit(0);
+	}
+	sync_read(ready[0]);
+	c = evs_consumer__connect(name, 0, NULL);
+	ck_assert_msg(c, "%s", evs_errmsg());
+	sync_read(ready[0]); /* 500 records are in the ring */
+	sync_write(go[1]);
+	ck_assert_int_eq(exit_code(pid), crash ? 1000 + SIGKILL : 0);
+	ck_assert_int_eq(read_n(c, 0, 500), 0);
+	ck_assert_int_eq(evs_consumer__wait(c, 2000), -EPIPE);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), -EPIPE);
+	evs_consumer__free(c);
+}
+
+START_TEST(test_xproc_producer_exit_drains_then_epipe)
+{
+	producer_dies(false);
+}
+END_TEST
+
+START_TEST(test_xproc_producer_crash_drains_then_epipe)
+{
+	producer_dies(true);
+}
+END_TEST
+
+/* A consumer that only ever peeks (never sleeps) still learns that a
+ * crashed producer has gone, after reading everything it committed. */
+START_TEST(test_xproc_busy_peeker_sees_producer_crash)
+{
+	const char *name = evs_test_name("busy");
+	int ready[2];
+	struct evs_consumer *c;
+	struct evs_record rec;
+	uint64_t got = 0, empties = 0;
+	pid_t pid;
+	int err;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct evs_producer *p = evs_producer__new(name, 1, NULL);
+
+		if (!p || write(ready[1], "r", 1) != 1 || !wait_connected(p, 0, 1, 5000))
+			_exit(1);
+		emit_all(p, 0, 0, 300);
+		raise(SIGKILL);
+	}
+	sync_read(ready[0]);
+	c = evs_consumer__connect(name, 0, NULL);
+	ck_assert_msg(c, "%s", evs_errmsg());
+	while ((err = evs_consumer__peek(c, &rec)) == 0 || err == -EAGAIN) {
+		if (err == -EAGAIN) {
+			ck_assert_uint_lt(++empties, 100000000ull);
+			continue;
+		}
+		ck_assert_uint_eq(rec.hdr.data_size, size_of(got));
+		ck_assert(intact(rec.data, rec.hdr.data_size, got));
+		got++;
+		evs_consumer__release(c);
+	}
+	ck_assert_int_eq(err, -EPIPE);
+	ck_assert_uint_eq(got, 300);
+	ck_assert_int_eq(evs_consumer__prepare_wait(c), -EPIPE);
+	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
+	evs_consumer__free(c);
+}
+END_TEST
+
+/* A sleeping cross-process consumer is woken through the passed eventfd. */
+START_TEST(test_xproc_eventfd_wakes_other_process)
+{
+	const char *name = evs_test_name("wake");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	int ready[2];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(pipe(ready), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
+		struct pollfd pfd;
+
+		if (!c || evs_consumer__prepare_wait(c) != 0 || write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pfd = (struct pollfd){ .fd = evs_consumer__fd(c), .events = POLLIN };
+		if (poll(&pfd, 1, 5000) != 1)
+			_exit(2);
+		_exit(read_n(c, 0, 1));
+	}
+	sync_read(ready[0]);
+	emit_all(p, 0, 0, 1);
+	ck_assert_int_eq(exit_code(pid), 0);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* The stream fd is an eventfd, handed to the other process. */
+START_TEST(test_xproc_stream_fd_is_an_eventfd)
+{
+	const char *name = evs_test_name("efd");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(p);
+	pid = fork();
+	if (pid == 0) {
+		struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
+		char path[64], link[64] = "";
+
+		if (!c)
+			_exit(1);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", evs_consumer__fd(c));
+		if (readlink(path, link, sizeof(link) - 1) < 0 || strcmp(link, "anon_inode:[eventfd]"))
+			_exit(2);
+		_exit(0);
+	}
+	ck_assert_int_eq(exit_code(pid), 0);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* A hostile consumer clears O_NONBLOCK on the shared eventfd and fills its
+ * counter, then arms: the producer's wake must not wait. */
+START_TEST(test_xproc_hostile_consumer_cannot_block_producer)
+{
+	const char *name = evs_test_name("hostile");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	int ready[2];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(pipe(ready), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
+		uint64_t full = 0xfffffffffffffffeull;
+		int fd;
+
+		if (!c)
+			_exit(1);
+		fd = evs_consumer__fd(c);
+		if (evs_consumer__prepare_wait(c) != 0 || fcntl(fd, F_SETFL, 0) < 0 ||
+		    write(fd, &full, 8) != 8 || write(ready[1], "r", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	sync_read(ready[0]);
+	alarm(10); /* a blocked producer fails the test by SIGALRM */
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(evs_producer__emit(p, 0, 3, "x", 1), 0);
+	alarm(0);
+	kill(pid, SIGKILL);
+	exit_code(pid);
+	evs_producer__free(p);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("xproc");
+	TCase *tc = tcase_create("xproc");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_xproc_consumer_child_receives_all);
+	tcase_add_test(tc, test_xproc_producer_child_consumer_parent);
+	tcase_add_test(tc, test_xproc_second_consumer_is_refused);
+	tcase_add_test(tc, test_xproc_consumer_hangup_then_reconnect);
+	tcase_add_test(tc, test_xproc_producer_exit_drains_then_epipe);
+	tcase_add_test(tc, test_xproc_producer_crash_drains_then_epipe);
+	tcase_add_test(tc, test_xproc_eventfd_wakes_other_process);
+	tcase_add_test(tc, test_xproc_busy_peeker_sees_producer_crash);
+	tcase_add_test(tc, test_xproc_stream_fd_is_an_eventfd);
+	tcase_add_test(tc, test_xproc_hostile_consumer_cannot_block_producer);
+	suite_add_tcase(s, tc);
+	return evs_run_suite(s);
+}

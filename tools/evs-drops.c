@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * evs-drops: how many events each evstream stream drops, and why, read from
+ * the USDT probe evstream:drop with a BPF program; the running producers are
+ * neither touched nor restarted. See docs/drop-stats.md.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+
+#include "drops_loader.h"
+
+struct entry {
+	struct evs_drop_key k;
+	struct evs_drop_val v;
+};
+
+struct snap {
+	struct entry *e;
+	size_t n, cap;
+	double t;
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: evs-drops [options]\n"
+"Counts the events evstream producers drop, per process and logical core,\n"
+"with a BPF program on the USDT probe evstream:drop, and prints a table.\n"
+"\n"
+"  -b, --binary PATH   library or program with the probes (default: the\n"
+"                      libevstream.so built next to evs-drops, else installed)\n"
+"  -p, --pid PID       only that process (its mapped libevstream.so)\n"
+"  -d, --pin-dir DIR   where the maps are pinned (default " EVS_DROPS_PIN_DIR ")\n"
+"  -i, --interval SEC  seconds between tables (default 1)\n"
+"  -n, --count N       print N tables, then exit (default: until Ctrl-C)\n"
+"      --once          one table after one interval (same as -n 1)\n"
+"      --json          one JSON object per table, one per line\n"
+"      --background    attach, keep counting in a background process, exit\n"
+"      --detach        stop counting and remove the pins\n"
+"  -v, --verbose       show libbpf's messages\n"
+"  -h, --help\n"
+"\n"
+"Counts survive evs-drops: they stay pinned (bpftool map dump pinned\n"
+"DIR/drops) until --detach. A second evs-drops reuses the pinned maps and\n"
+"does not attach again, so nothing is counted twice.\n");
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->k.pid != y->k.pid)
+		return x->k.pid < y->k.pid ? -1 : 1;
+	return x->k.core < y->k.core ? -1 : x->k.core > y->k.core;
+}
+
+static int snap_add(void *ctx, const struct evs_drop_key *k, const struct evs_drop_val *v)
+{
+	struct snap *s = ctx;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 256;
+		struct entry *e = realloc(s->e, cap * sizeof(*e));
+
+		if (!e)
+			return -1;
+		s->e = e;
+		s->cap = cap;
+	}
+	s->e[s->n].k = *k;
+	s->e[s->n].v = *v;
+	s->n++;
+	return 0;
+}
+
+static int snap_take(const struct evs_drops *d, struct snap *s)
+{
+	int n;
+
+	s->n = 0;
+	s->t = now_s();
+	n = evs_drops__for_each(d, snap_add, s);
+	if (n < 0)
+		return n;
+	qsort(s->e, s->n, sizeof(*s->e), cmp_entry);
+	return 0;
+}
+
+static const struct evs_drop_val *snap_find(const struct snap *s, const struct evs_drop_key *k)
+{
+	struct entry key = { .k = *k };
+	struct entry *e = bsearch(&key, s->e, s->n, sizeof(*s->e), cmp_entry);
+
+	return e ? &e->v : NULL;
+}
+
+static void comm_clean(char *out, const char *comm)
+{
+	size_t i;
+
+	for (i = 0; i < 15 && comm[i]; i++)
+		out[i] = (comm[i] >= 0x20 && comm[i] < 0x7f) ? comm[i] : '?';
+	out[i] = 0;
+	if (!i)
+		strcpy(out, "?");
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static double rate_of(const struct snap *prev, const struct entry *e, double dt)
+{
+	const struct evs_drop_val *p = snap_find(prev, &e->k);
+	uint64_t before = p ? p->events : 0;
+
+	if (dt <= 0 || e->v.events < before)
+		return 0;
+	return (double)(e->v.events - before) / dt;
+}
+
+static void print_causes(const struct evs_drop_val *v)
+{
+	int any = 0;
+
+	if (v->ring_full)
+		any += printf("%sring_full=%llu", any ? " " : "", (unsigned long long)v->ring_full) > 0;
+	if (v->too_big)
+		any += printf("%stoo_big=%llu", any ? " " : "", (unsigned long long)v->too_big) > 0;
+	if (v->no_consumer)
+		any += printf("%sno_consumer=%llu", any ? " " : "",
+			      (unsigned long long)v->no_consumer) > 0;
+	if (!any)
+		printf("-");
+}
+
+static void print_table(const struct evs_drops *d, const struct snap *cur,
+			const struct snap *prev)
+{
+	double dt = cur->t - prev->t;
+	unsigned long long ev = 0, by = 0;
+	double rate = 0;
+	char tbuf[32], comm[16];
+	time_t now = time(NULL);
+	pid_t owner = evs_drops__owner_pid(d);
+
+	strftime(tbuf, sizeof(tbuf), "%H:%M:%S", localtime(&now));
+	printf("%s  evstream drops  (maps %s, ", tbuf, evs_drops__pin_dir(d));
+	if (evs_drops__is_owner(d))
+		printf("counted by this process");
+	else if (owner)
+		printf("counted by evs-drops pid %d", (int)owner);
+	else
+		printf("nobody attached: counts are frozen");
+	printf(")\n");
+	printf("%8s %-15s %5s %14s %12s %14s %8s  %s\n", "PID", "COMM", "CORE", "DROPPED",
+	       "DROPPED/s", "BYTES", "BURSTS", "CAUSES");
+	for (size_t i = 0; i < cur->n; i++) {
+		const struct entry *e = &cur->e[i];
+		double r = rate_of(prev, e, dt);
+
+		comm_clean(comm, e->v.comm);
+		printf("%8u %-15s %5u %14llu %12.1f %14llu %8llu  ", e->k.pid, comm, e->k.core,
+		       (unsigned long long)e->v.events, r, (unsigned long long)e->v.bytes,
+		       (unsigned long long)e->v.bursts);
+		print_causes(&e->v);
+		putchar('\n');
+		ev += e->v.events;
+		by += e->v.bytes;
+		rate += r;
+	}
+	if (!cur->n)
+		printf("%8s (no drops recorded since the probe was attached)\n", "-");
+	else
+		printf("%8s %-15s %5s %14llu %12.1f %14llu\n", "total", "", "", ev, rate, by);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void print_json(const struct evs_drops *d, const struct snap *cur, const struct snap *prev)
+{
+	double dt = cur->t - prev->t;
+	char comm[16];
+
+	printf("{\"time\":%lld,\"interval_s\":%.3f,\"pin_dir\":", (long long)time(NULL), dt);
+	json_str(evs_drops__pin_dir(d));
+	printf(",\"binary\":");
+	json_str(evs_drops__binary(d));
+	printf(",\"owner_pid\":%d,\"entries\":[", (int)evs_drops__owner_pid(d));
+	for (size_t i = 0; i < cur->n; i++) {
+		const struct entry *e = &cur->e[i];
+
+		comm_clean(comm, e->v.comm);
+		printf("%s{\"pid\":%u,\"comm\":", i ? "," : "", e->k.pid);
+		json_str(comm);
+		printf(",\"core\":%u,\"events\":%llu,\"events_per_s\":%.1f,\"bytes\":%llu,"
+		       "\"bursts\":%llu,\"batches\":%llu,\"ring_full\":%llu,\"too_big\":%llu,"
+		       "\"no_consumer\":%llu,\"stream_total\":%llu}",
+		       e->k.core, (unsigned long long)e->v.events, rate_of(prev, e, dt),
+		       (unsigned long long)e->v.bytes, (unsigned long long)e->v.bursts,
+		       (unsigned long long)e->v.batches, (unsigned long long)e->v.ring_full,
+		       (unsigned long long)e->v.too_big, (unsigned long long)e->v.no_consumer,
+		       (unsigned long long)e->v.total);
+	}
+	printf("]}\n");
+	fflush(stdout);
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (time_t)s) * 1e9) };
+
+	/* a signal ends the sleep early; the caller checks stop */
+	nanosleep(&ts, NULL);
+}
+
+/* Attach in a child that keeps the probe until --detach (SIGTERM). */
+static int run_background(const struct evs_drops_opts *o)
+{
+	int pfd[2], status;
+	char msg[1100];
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(pfd))
+		return perror("pipe"), 1;
+	pid = fork();
+	if (pid < 0)
+		return perror("fork"), 1;
+	if (pid == 0) {
+		struct evs_drops *d;
+		int fd;
+
+		close(pfd[0]);
+		setsid();
+		/* a daemon must not keep the caller's directory busy */
+		if (chdir("/"))
+			_exit(1);
+		d = evs_drops__open(o);
+		if (!d) {
+			snprintf(msg, sizeof(msg), "E%s", evs_drops__errmsg());
+		} else if (!evs_drops__is_owner(d)) {
+			snprintf(msg, sizeof(msg), "Oalready counted by evs-drops pid %d",
+				 (int)evs_drops__owner_pid(d));
+		} else {
+			snprintf(msg, sizeof(msg), "Kcounting drops of %s in the background "
+				 "(pid %d), maps in %s; `evs-drops --detach%s%s` stops it",
+				 evs_drops__binary(d), (int)getpid(), evs_drops__pin_dir(d),
+				 o->pin_dir ? " --pin-dir " : "", o->pin_dir ? o->pin_dir : "");
+		}
+		if (write(pfd[1], msg, strlen(msg)) < 0)
+			_exit(1);
+		close(pfd[1]);
+		if (!d || !evs_drops__is_owner(d)) {
+			evs_drops__free(d);
+			_exit(d ? 0 : 1);
+		}
+		fd = open("/dev/null", O_RDWR);
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			if (fd > 2)
+				close(fd);
+		}
+		while (!stop)
+			pause();
+		evs_drops__free(d);
+		_exit(0);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], msg, sizeof(msg) - 1);
+	close(pfd[0]);
+	msg[n > 0 ? n : 0] = 0;
+	if (n <= 0 || msg[0] == 'E') {
+		waitpid(pid, &status, 0);
+		fprintf(stderr, "evs-drops: %s\n", n > 0 ? msg + 1 : "background process failed");
+		return 1;
+	}
+	if (msg[0] == 'O')
+		waitpid(pid, &status, 0);
+	printf("evs-drops: %s\n", msg + 1);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_ONCE = 256, OPT_JSON, OPT_DETACH, OPT_BG };
+	static const struct option lopts[] = {
+		{ "binary", required_argument, NULL, 'b' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "pin-dir", required_argument, NULL, 'd' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "once", no_argument, NULL, OPT_ONCE },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "detach", no_argument, NULL, OPT_DETACH },
+		{ "background", no_argument, NULL, OPT_BG },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct evs_drops_opts o = { .sz = sizeof(o) };
+	int json = 0, detach = 0, bg = 0, c, err;
+	long count = 0;
+	double interval = 1.0;
+	struct snap prev = { 0 }, cur = { 0 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct evs_drops *d;
+	char *end;
+
+	while ((c = getopt_long(argc, argv, "b:p:d:i:n:vh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'b': o.binary = optarg; break;
+		case 'p':
+			o.pid = (pid_t)strtol(optarg, &end, 10);
+			if (*end || o.pid <= 0)
+				return fprintf(stderr, "evs-drops: bad pid '%s'\n", optarg), 2;
+			break;
+		case 'd': o.pin_dir = optarg; break;
+		case 'i':
+			interval = strtod(optarg, &end);
+			if (*end || !(interval > 0) || interval > 86400)
+				return fprintf(stderr, "evs-drops: bad interval '%s'\n", optarg), 2;
+			break;
+		case 'n':
+			count = strtol(optarg, &end, 10);
+			if (*end || count <= 0)
+				return fprintf(stderr, "evs-drops: bad count '%s'\n", optarg), 2;
+			break;
+		case OPT_ONCE: count = 1; break;
+		case OPT_JSON: json = 1; break;
+		case OPT_DETACH: detach = 1; break;
+		case OPT_BG: bg = 1; break;
+		case 'v': evs_drops__set_verbose(1); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (detach) {
+		const char *dir = o.pin_dir ? o.pin_dir : EVS_DROPS_PIN_DIR;
+
+		err = evs_drops__check_env(dir);
+		if (!err)
+			err = evs_drops__unpin(dir);
+		if (err) {
+			fprintf(stderr, "evs-drops: %s\n", evs_drops__errmsg());
+			return 1;
+		}
+		printf("evs-drops: detached; nothing pinned at %s\n", dir);
+		return 0;
+	}
+	if (bg)
+		return run_background(&o);
+
+	d = evs_drops__open(&o);
+	if (!d) {
+		fprintf(stderr, "evs-drops: %s\n", evs_drops__errmsg());
+		return 1;
+	}
+	if (!json && !evs_drops__is_owner(d))
+		fprintf(stderr, "evs-drops: evs-drops pid %d already counts into %s: reading its maps\n",
+			(int)evs_drops__owner_pid(d), evs_drops__pin_dir(d));
+	err = snap_take(d, &prev);
+	for (long i = 0; !err && !stop && (!count || i < count); i++) {
+		sleep_s(interval);
+		if ((err = snap_take(d, &cur)))
+			break;
+		if (json)
+			print_json(d, &cur, &prev);
+		else
+			print_table(d, &cur, &prev);
+		struct snap t = prev;
+		prev = cur;
+		cur = t;
+	}
+	if (err)
+		fprintf(stderr, "evs-drops: reading the map: %s\n", strerror(-err));
+	if (evs_drops__is_owner(d) && !json && !count)
+		fprintf(stderr, "evs-drops: probe detached; counts stay pinned in %s "
+			"(evs-drops --detach removes them)\n", evs_drops__pin_dir(d));
+	evs_drops__free(d);
+	free(prev.e);
+	free(cur.e);
+	return err ? 1 : 0;
+}
