@@ -15,7 +15,9 @@ $(BUILD)/tests/%: tests/%.c tests/helpers.h $(BUILD)/libevstream.so
 		$(PROG_LDFLAGS) $(PROG_LDLIBS) $(CHECK_LIBS) $(TEST_LDLIBS_$*)
 
 .PHONY: tests test test-only
-tests: lib $(TESTS)
+# $$(TESTS): expanded after every fragment has added to TESTS
+.SECONDEXPANSION:
+tests: lib $$(TESTS)
 
 # `make test`: packages, huge pages, build, then every suite (SUITES=... to pick).
 test: deps check-env

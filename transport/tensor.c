@@ -13,6 +13,7 @@ _Static_assert(offsetof(ndebug_stream_payload_debug_tensor_read_t, logical_nc_id
 _Static_assert(offsetof(ndebug_stream_payload_debug_tensor_read_t, tensor_dtype) == 520, "dtype");
 _Static_assert(offsetof(ndebug_stream_payload_debug_tensor_read_t, tensor_shape) == 536, "shape");
 _Static_assert(offsetof(ndebug_stream_payload_debug_tensor_read_t, tensor_data_size) == 600, "size");
+_Static_assert(offsetof(ndebug_stream_payload_debug_tensor_read_t, reserved0) == EVS_TENSOR_EXT_OFFSET, "ext");
 
 static const struct { const char *name; uint32_t size; } dtypes[] = {
 	{ "float64", 8 }, { "float32", 4 }, { "float16", 2 }, { "bfloat16", 2 },
@@ -107,6 +108,12 @@ EVS_API int evs_producer__emit_tensor(struct evs_producer *p, unsigned int core,
 	for (uint32_t i = 0; i < t->ndim; i++)
 		pl->tensor_shape[i] = t->shape[i];
 	pl->tensor_data_size = bytes;
+	{
+		struct evs_tensor_ext ext = { .magic = EVS_TENSOR_EXT_MAGIC, .ndim = (uint8_t)t->ndim,
+					      .elem_size = esz };
+
+		memcpy(pl->reserved0, &ext, sizeof(ext));
+	}
 	if (bytes) {
 		if (t->strides && t->ndim)
 			gather((uint8_t *)pl->tensor_data, t->data, t->ndim, t->shape, t->strides, esz);

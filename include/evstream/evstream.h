@@ -133,6 +133,22 @@ struct evs_tensor {
 };
 
 /*
+ * What evstream keeps in the tensor payload's reserved0 bytes (payload
+ * offset 608): a shape of zeros cannot tell a scalar from an empty tensor,
+ * and an unknown dtype has no size, so emit_tensor records both. Readers
+ * must accept payloads without it (magic 0): then ndim is the count of
+ * leading non-zero sizes.
+ */
+#define EVS_TENSOR_EXT_OFFSET 608
+#define EVS_TENSOR_EXT_MAGIC  0x4e45u /* "EN" little-endian */
+struct evs_tensor_ext {
+	uint16_t magic;      /* EVS_TENSOR_EXT_MAGIC */
+	uint8_t ndim;        /* 0..8 */
+	uint8_t reserved;    /* 0 */
+	uint32_t elem_size;  /* bytes per element */
+};
+
+/*
  * Emit a debug-tensor-read event: the reference API's 1024-byte payload
  * header followed by the tensor bytes in C order. A strided view is gathered
  * straight into the ring. Returns as evs_producer__emit().

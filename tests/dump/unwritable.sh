@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# An output directory that cannot be written: a clear error before
+# connecting, exit 2, no files. Root ignores permission bits, so a path
+# below a regular file (ENOTDIR) and a read-only tmpfs mount (EROFS) are used.
+. "$(dirname "$0")/lib.sh"
+
+start_demo --cores 1 --rate 100 --seconds 20 --wait-consumers 0
+touch "$T/file"
+"$DUMP" -o "$T/file/out" "$NAME" 2>"$T/e1"; rc=$?
+[ "$rc" -eq 2 ] || fail "below a file: exit $rc, expected 2"
+grep -q "cannot create output directory '$T/file/out': Not a directory" "$T/e1" || { cat "$T/e1"; fail "message"; }
+ok "path below a regular file: '$(cat "$T/e1")', exit 2"
+
+# No such producer: exit 2, and nothing is left that a retry would refuse.
+"$DUMP" -o "$T/none" "no-such-$NAME" 2>"$T/e6"; rc=$?
+[ "$rc" -eq 2 ] && grep -q "no producer named 'no-such-$NAME'" "$T/e6" || fail "no producer: exit $rc"
+[ ! -e "$T/none" ] || fail "no producer: '$T/none' was left behind"
+ok "no such producer: '$(cat "$T/e6")', exit 2, no directory left"
+
+mkdir "$T/old" && echo '{}' >"$T/old/index.jsonl"
+"$DUMP" -o "$T/old" "$NAME" 2>"$T/e5"; rc=$?
+[ "$rc" -eq 2 ] && grep -q "already holds a dump" "$T/e5" || fail "a previous dump was not refused"
+[ "$(cat "$T/old/index.jsonl")" = '{}' ] || fail "a previous dump was touched"
+ok "a directory holding a previous dump: refused, left alone, exit 2"
+
+if [ "$(id -u)" -eq 0 ] && mkdir "$T/ro" && mount -t tmpfs -o ro,size=1M evs-dumptest "$T/ro" 2>/dev/null; then
+	MOUNTS+=("$T/ro")
+	"$DUMP" -o "$T/ro" "$NAME" 2>"$T/e2"; rc=$?
+	[ "$rc" -eq 2 ] || fail "read-only mount: exit $rc, expected 2"
+	grep -q "cannot write to output directory '$T/ro': Read-only file system" "$T/e2" || { cat "$T/e2"; fail "message"; }
+	"$DUMP" -o "$T/ro/sub" "$NAME" 2>"$T/e3"; rc=$?
+	[ "$rc" -eq 2 ] && grep -q "Read-only file system" "$T/e3" || fail "read-only mount, subdirectory"
+	ok "read-only tmpfs: '$(cat "$T/e2")', exit 2"
+else
+	skip "read-only tmpfs case needs root and mount (uid $(id -u))"
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	mkdir -m 555 "$T/noperm"
+	"$DUMP" -o "$T/noperm" "$NAME" 2>"$T/e4"; rc=$?
+	[ "$rc" -eq 2 ] && grep -q "Permission denied" "$T/e4" || fail "mode 555 directory"
+	ok "mode 555 directory: exit 2"
+fi
+kill -TERM "$DEMO_PID"; wait_pid "$DEMO_PID" 10

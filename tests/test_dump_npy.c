@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/* The pieces of evs-dump that need no process: the .npy 1.0 header (byte
+ * for byte), dtype mapping, the payload reader and the device-print look. */
+#include <stdint.h>
+
+#include "helpers.h"
+#include "jsonl.h"
+#include "npy.h"
+#include "preview.h"
+#include "tensor_event.h"
+#include "nrt/ndebug_stream.h"
+
+/* What np.save() of np.zeros((2, 3), np.float32) writes (NumPy 1.24). */
+static const char numpy_2x3_f4[] =
+	"\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
+	"                                                          \n";
+
+/* The preamble, the dict literal, pad spaces and the newline. */
+static size_t expected(char *buf, const char *dict, size_t pad)
+{
+	size_t n = strlen(dict), hlen = n + pad + 1;
+
+	memcpy(buf, "\x93NUMPY\x01\x00", 8);
+	buf[8] = (char)(hlen & 0xff);
+	buf[9] = (char)(hlen >> 8);
+	memcpy(buf + 10, dict, n);
+	memset(buf + 10 + n, ' ', pad);
+	buf[10 + n + pad] = '\n';
+	return 10 + hlen;
+}
+
+START_TEST(test_npy_header_matches_numpy_save_byte_for_byte)
+{
+	char buf[NPY_HEADER_MAX];
+	uint64_t shape[] = { 2, 3 };
+	int n = npy_header(buf, sizeof(buf), "<f4", 2, shape);
+
+	ck_assert_int_eq(n, (int)sizeof(numpy_2x3_f4) - 1);
+	ck_assert_int_eq(n, 128);
+	ck_assert_mem_eq(buf, numpy_2x3_f4, (size_t)n);
+}
+END_TEST
+
+START_TEST(test_npy_header_scalar_1d_8d_empty_byte_for_byte)
+{
+	static const struct {
+		const char *descr; uint32_t ndim; uint64_t shape[8]; const char *dict; size_t pad;
+	} cases[] = {
+		{ "<f8", 0, { 0 }, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 62 },
+		{ "|b1", 1, { 5 }, "{'descr': '|b1', 'fortran_order': False, 'shape': (5,), }", 60 },
+		{ "<u2", 8, { 2, 3, 2, 3, 2, 3, 2, 3 },
+		  "{'descr': '<u2', 'fortran_order': False, 'shape': (2, 3, 2, 3, 2, 3, 2, 3), }", 40 },
+		{ "<i8", 3, { 2, 0, 3 }, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 0, 3), }", 55 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[NPY_HEADER_MAX], want[NPY_HEADER_MAX];
+		size_t wn = expected(want, cases[i].dict, cases[i].pad);
+		int n = npy_header(buf, sizeof(buf), cases[i].descr, cases[i].ndim, cases[i].shape);
+
+		ck_assert_int_eq(n, (int)wn);
+		ck_assert_mem_eq(buf, want, wn);
+	}
+}
+END_TEST
+
+START_TEST(test_npy_header_aligns_data_to_64_for_any_shape)
+{
+	uint64_t shape[8];
+	char buf[NPY_HEADER_MAX];
+	struct npy_info info;
+
+	for (uint32_t ndim = 0; ndim <= 8; ndim++) {
+		for (uint64_t big = 0; big < 3; big++) {
+			for (uint32_t i = 0; i < ndim; i++)
+				shape[i] = big == 2 ? UINT64_MAX - i : big ? 1000000007ull * (i + 1) : i;
+			int n = npy_header(buf, sizeof(buf), "<f4", ndim, shape);
+
+			ck_assert_int_gt(n, 0);
+			ck_assert_int_eq(n % 64, 0);
+			ck_assert_int_eq(buf[n - 1], '\n');
+			ck_assert_int_eq(npy_parse(buf, (size_t)n, &info), 0);
+			ck_assert_uint_eq(info.ndim, ndim);
+			ck_assert_mem_eq(info.shape, shape, ndim * sizeof(uint64_t));
+			ck_assert_str_eq(info.descr, "<f4");
+			ck_assert_uint_eq(info.data_offset, (size_t)n);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_npy_header_refuses_a_small_buffer)
+{
+	char buf[100];
+	uint64_t shape[] = { 2, 3 };
+
+	ck_assert_int_eq(npy_header(buf, sizeof(buf), "<f4", 2, shape), -ENOSPC);
+	ck_assert_int_eq(npy_header(buf, sizeof(buf), "<f4", 9, shape), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_npy_descr_maps_every_dtype)
+{
+	static const char *map[][2] = {
+		{ "float64", "<f8" }, { "float32", "<f4" }, { "float16", "<f2" }, { "bfloat16", "<u2" },
+		{ "int64", "<i8" },   { "int32", "<i4" },   { "int16", "<i2" },   { "int8", "|i1" },
+		{ "uint64", "<u8" },  { "uint32", "<u4" },  { "uint16", "<u2" },  { "uint8", "|u1" },
+		{ "bool", "|b1" },
+	};
+	char d[NPY_DESCR_MAX];
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		ck_assert_int_eq(npy_descr(map[i][0], 0, d), 0);
+		ck_assert_str_eq(d, map[i][1]);
+	}
+	ck_assert_int_eq(npy_descr("fp8_e4m3", 1, d), 0);
+	ck_assert_str_eq(d, "|V1");
+	ck_assert_int_eq(npy_descr("fp8_e4m3", 0, d), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_npy_parse_rejects_malformed_headers)
+{
+	char buf[256];
+	struct npy_info info;
+
+	memcpy(buf, numpy_2x3_f4, 128);
+	ck_assert_int_eq(npy_parse(buf, 128, &info), 0);
+	ck_assert_int_eq(npy_parse(buf, 127, &info), -EBADMSG);   /* cut short */
+	buf[6] = 2;                                              /* version 2.0 */
+	ck_assert_int_eq(npy_parse(buf, 128, &info), -EBADMSG);
+	memcpy(buf, numpy_2x3_f4, 128);
+	buf[127] = ' ';                                          /* no newline */
+	ck_assert_int_eq(npy_parse(buf, 128, &info), -EBADMSG);
+	memcpy(buf, numpy_2x3_f4, 128);
+	buf[0] = 'X';                                            /* bad magic */
+	ck_assert_int_eq(npy_parse(buf, 128, &info), -EBADMSG);
+}
+END_TEST
+
+/* A payload as emit_tensor lays it out, with or without the ndim record. */
+static void payload(ndebug_stream_payload_debug_tensor_read_t *pl, const char *dtype, uint32_t ndim,
+		    const uint64_t *shape, uint64_t bytes, bool ext)
+{
+	memset(pl, 0, sizeof(*pl));
+	strcpy(pl->prefix, "x =");
+	pl->pipe = 2;
+	strcpy(pl->tensor_dtype, dtype);
+	for (uint32_t i = 0; i < ndim; i++)
+		pl->tensor_shape[i] = shape[i];
+	pl->tensor_data_size = bytes;
+	if (ext) {
+		struct evs_tensor_ext e = { .magic = EVS_TENSOR_EXT_MAGIC, .ndim = (uint8_t)ndim,
+					    .elem_size = evs_dtype_size(dtype) };
+
+		memcpy(pl->reserved0, &e, sizeof(e));
+	}
+}
+
+START_TEST(test_tensor_event_parse_uses_the_recorded_ndim)
+{
+	uint8_t buf[2048];
+	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)buf;
+	uint64_t empty[] = { 2, 0, 3 }, one[] = { 1 };
+	struct tensor_event ev;
+
+	payload(pl, "float32", 3, empty, 0, true);
+	ck_assert_int_eq(tensor_event_parse(buf, 1024, &ev), 0);
+	ck_assert_uint_eq(ev.ndim, 3);
+	ck_assert_uint_eq(ev.shape[2], 3);
+	ck_assert_uint_eq(ev.numel, 0);
+	ck_assert(!ev.is_print);
+	ck_assert_uint_eq(ev.pipe, 2);
+
+	payload(pl, "int8", 0, NULL, 1, true);                 /* a scalar */
+	ck_assert_int_eq(tensor_event_parse(buf, 1025, &ev), 0);
+	ck_assert_uint_eq(ev.ndim, 0);
+	ck_assert_uint_eq(ev.numel, 1);
+
+	payload(pl, "int8", 1, one, 1, false);                 /* no record: inferred */
+	ck_assert_int_eq(tensor_event_parse(buf, 1025, &ev), 0);
+	ck_assert_uint_eq(ev.ndim, 1);
+}
+END_TEST
+
+START_TEST(test_tensor_event_parse_rejects_inconsistent_payloads)
+{
+	uint8_t buf[2048];
+	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)buf;
+	uint64_t shape[] = { 4 };
+	struct tensor_event ev;
+
+	payload(pl, "float32", 1, shape, 16, true);
+	ck_assert_int_eq(tensor_event_parse(buf, 1024 + 16, &ev), 0);
+	ck_assert_int_eq(tensor_event_parse(buf, 1024 + 15, &ev), -EBADMSG); /* past the record */
+	ck_assert_int_eq(tensor_event_parse(buf, 1000, &ev), -EBADMSG);      /* no fixed part */
+	payload(pl, "float32", 1, shape, 12, true);                          /* 4 x 4 != 12 */
+	ck_assert_int_eq(tensor_event_parse(buf, 1024 + 16, &ev), -EBADMSG);
+	payload(pl, "float32", 1, shape, 16, true);
+	buf[EVS_TENSOR_EXT_OFFSET + 2] = 9;                                  /* ndim 9 */
+	ck_assert_int_eq(tensor_event_parse(buf, 1024 + 16, &ev), -EBADMSG);
+	payload(pl, "mystery", 1, shape, 16, false);                         /* no size */
+	ck_assert_int_eq(tensor_event_parse(buf, 1024 + 16, &ev), -EBADMSG);
+	payload(pl, "", 0, NULL, 0, false);                                  /* a print */
+	ck_assert_int_eq(tensor_event_parse(buf, 1024, &ev), 0);
+	ck_assert(ev.is_print);
+}
+END_TEST
+
+static char *preview_of(const struct tensor_event *ev, char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+
+	preview_print(f, ev);
+	fclose(f);
+	return buf;
+}
+
+START_TEST(test_preview_prints_like_numpy)
+{
+	float m[] = { 1, 2.5f, -3, 4 };
+	int8_t b[] = { 1, 0 };
+	struct tensor_event ev = { .prefix = "w =", .dtype = "float32", .elem_size = 4, .ndim = 2,
+				   .shape = { 2, 2 }, .numel = 4, .bytes = 16, .data = m };
+	char out[256];
+
+	ck_assert_str_eq(preview_of(&ev, out, sizeof(out)), "w = [[ 1. 2.5]\n [-3.  4.]]\n");
+	ev = (struct tensor_event){ .prefix = "m:", .dtype = "bool", .elem_size = 1, .ndim = 1,
+				    .shape = { 2 }, .numel = 2, .bytes = 2, .data = b };
+	ck_assert_str_eq(preview_of(&ev, out, sizeof(out)), "m: [ True False]\n");
+	ev = (struct tensor_event){ .prefix = "step 3 done\n", .is_print = true };
+	ck_assert_str_eq(preview_of(&ev, out, sizeof(out)), "step 3 done\n");
+}
+END_TEST
+
+START_TEST(test_json_put_str_keeps_the_index_valid_utf8)
+{
+	char out[128];
+	FILE *f = fmemopen(out, sizeof(out), "w");
+
+	/* quote, backslash, newline, control, valid UTF-8 (U+2192), a stray
+	 * continuation byte, a truncated sequence, an overlong form */
+	json_put_str(f, "a\"b\\c\n\x01 \xe2\x86\x92 \x80 \xe2\x86 \xc0\xaf");
+	fclose(f);
+	ck_assert_str_eq(out, "\"a\\\"b\\\\c\\n\\u0001 \xe2\x86\x92 \\u0080 \\u00e2\\u0086 "
+			      "\\u00c0\\u00af\"");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("dump_npy");
+	TCase *tc = tcase_create("npy");
+
+	tcase_add_test(tc, test_npy_header_matches_numpy_save_byte_for_byte);
+	tcase_add_test(tc, test_npy_header_scalar_1d_8d_empty_byte_for_byte);
+	tcase_add_test(tc, test_npy_header_aligns_data_to_64_for_any_shape);
+	tcase_add_test(tc, test_npy_header_refuses_a_small_buffer);
+	tcase_add_test(tc, test_npy_descr_maps_every_dtype);
+	tcase_add_test(tc, test_npy_parse_rejects_malformed_headers);
+	tcase_add_test(tc, test_tensor_event_parse_uses_the_recorded_ndim);
+	tcase_add_test(tc, test_tensor_event_parse_rejects_inconsistent_payloads);
+	tcase_add_test(tc, test_preview_prints_like_numpy);
+	tcase_add_test(tc, test_json_put_str_keeps_the_index_valid_utf8);
+	suite_add_tcase(s, tc);
+	return evs_run_suite(s);
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* Raw per-core files back into .npy files: the same writer as live dumps,
+ * fed from a read-only mapping of each file instead of a ring. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "dump.h"
+#include "dump_writer.h"
+
+static int convert_file(struct dump_writer *w, const char *rawdir, const char *name)
+{
+	char path[4096];
+	struct dump_raw_hdr fh;
+	struct stat st;
+	const uint8_t *m;
+	uint64_t off, n = 0;
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", rawdir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		err = -errno;
+		fprintf(stderr, "evs-dump: %s: %s\n", path, strerror(errno));
+		goto out;
+	}
+	if ((uint64_t)st.st_size < sizeof(fh)) {
+		fprintf(stderr, "evs-dump: %s: not a raw dump (too short)\n", path);
+		err = -EBADMSG;
+		goto out;
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED) {
+		err = -errno;
+		fprintf(stderr, "evs-dump: %s: %s\n", path, strerror(errno));
+		goto out;
+	}
+	memcpy(&fh, m, sizeof(fh));
+	if (memcmp(fh.magic, DUMP_RAW_MAGIC, sizeof(fh.magic)) || fh.version != 1) {
+		fprintf(stderr, "evs-dump: %s: not a raw dump (bad magic or version)\n", path);
+		err = -EBADMSG;
+		goto unmap;
+	}
+	for (off = sizeof(fh); off < (uint64_t)st.st_size; n++) {
+		struct evs_event_header h;
+		uint64_t left = (uint64_t)st.st_size - off, len;
+
+		if (left < sizeof(h))
+			break;
+		memcpy(&h, m + off, sizeof(h));
+		if (h.data_size > left - sizeof(h))
+			break;
+		len = sizeof(h) + ((h.data_size + 7) & ~7ull);
+		err = dump_writer_record(w, fh.core, &h, m + off + sizeof(h));
+		if (err)
+			break;
+		off += len < left ? len : left;
+	}
+	if (!err && off < (uint64_t)st.st_size)
+		fprintf(stderr, "evs-dump: %s: %" PRIu64 " bytes at the end are not a whole record (ignored)\n",
+			path, (uint64_t)st.st_size - off);
+unmap:
+	munmap((void *)m, (size_t)st.st_size);
+out:
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+int dump_convert(const char *rawdir, const char *outdir, bool summary)
+{
+	struct dump_writer w = { .print = false };
+	struct dirent **names;
+	int n, err = 0, files = 0;
+
+	n = scandir(rawdir, &names, NULL, alphasort);
+	if (n < 0) {
+		fprintf(stderr, "evs-dump: cannot read '%s': %s\n", rawdir, strerror(errno));
+		return -errno;
+	}
+	if (dump_writer_open(&w, outdir, DUMP_NPY)) {
+		err = -EIO;
+		goto out;
+	}
+	for (int i = 0; i < n && !err; i++) {
+		size_t len = strlen(names[i]->d_name);
+
+		if (strncmp(names[i]->d_name, "core", 4) || len < 7 ||
+		    strcmp(names[i]->d_name + len - 7, ".evsraw"))
+			continue;
+		err = convert_file(&w, rawdir, names[i]->d_name);
+		files++;
+	}
+	if (!files) {
+		fprintf(stderr, "evs-dump: no core<N>.evsraw files in '%s'\n", rawdir);
+		err = -ENOENT;
+	}
+	if (summary)
+		fprintf(stderr, "evs-dump: converted %d raw files: %" PRIu64 " events, %" PRIu64
+			" tensor bytes into %s\n", files, w.events, w.bytes, outdir);
+	if (w.failed) {
+		fprintf(stderr, "evs-dump: %" PRIu64 " events could not be written (%s)\n", w.failed,
+			strerror(w.first_errno));
+		err = err ? err : -EIO;
+	}
+	if (dump_writer_close(&w) && !err)
+		err = -EIO;
+out:
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return err;
+}

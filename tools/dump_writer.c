@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "dump_writer.h"
+#include "jsonl.h"
+#include "npy.h"
+#include "preview.h"
+#include "tensor_event.h"
+
+#define INDEX_NAME "index.jsonl"
+/* Disk space kept allocated ahead of the index (beyond its end, so readers
+ * do not see it): when the disk fills, tensors fail but the index, which
+ * says what failed, goes on. Checked every RESERVE_EVERY events. */
+#define INDEX_RESERVE (4ll << 20)
+#define RESERVE_EVERY 256
+
+static int mkdir_p(const char *dir)
+{
+	char path[4096];
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, n + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	return 1; /* created */
+}
+
+int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode)
+{
+	int err, fd;
+
+	w->mode = mode;
+	w->dirfd = -1;
+	if (!w->out)
+		w->out = stdout;
+	if (!w->err)
+		w->err = stderr;
+	snprintf(w->dir, sizeof(w->dir), "%s", dir);
+	err = mkdir_p(dir);
+	if (err < 0) {
+		fprintf(stderr, "evs-dump: cannot create output directory '%s': %s\n", dir, strerror(-err));
+		return err;
+	}
+	w->created_dir = err == 1;
+	w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w->dirfd < 0) {
+		err = -errno;
+		fprintf(stderr, "evs-dump: cannot open output directory '%s': %s\n", dir, strerror(errno));
+		return err;
+	}
+	/* creating the index is the writability check: fail before connecting;
+	 * never mix two dumps in one directory */
+	fd = openat(w->dirfd, INDEX_NAME, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		if (errno == EEXIST)
+			fprintf(stderr, "evs-dump: '%s' already holds a dump (" INDEX_NAME "): remove it "
+				"or choose another output directory\n", dir);
+		else
+			fprintf(stderr, "evs-dump: cannot write to output directory '%s': %s\n", dir,
+				strerror(errno));
+		return err;
+	}
+	w->index = fdopen(fd, "w");
+	if (!w->index) {
+		close(fd);
+		return -ENOMEM;
+	}
+	setvbuf(w->index, NULL, _IOFBF, 1 << 20);
+	dump_writer_reserve(w);
+	return 0;
+}
+
+void dump_writer_reserve(struct dump_writer *w)
+{
+	long pos = w->index ? ftell(w->index) : -1;
+
+	if (pos < 0 || w->index_reserved - pos >= INDEX_RESERVE / 2)
+		return;
+	if (fallocate(fileno(w->index), FALLOC_FL_KEEP_SIZE, pos, INDEX_RESERVE) == 0) {
+		w->index_reserved = pos + INDEX_RESERVE;
+	} else if (!w->reserve_failed) {
+		w->reserve_failed = true; /* EOPNOTSUPP or a full disk: carry on without */
+	}
+}
+
+/* Give back the space reserved past the end of the index. */
+static void index_unreserve(struct dump_writer *w)
+{
+	long pos = ftell(w->index);
+
+	if (pos >= 0 && w->index_reserved > pos)
+		fallocate(fileno(w->index), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, pos,
+			  w->index_reserved - pos);
+	w->index_reserved = 0;
+}
+
+static struct dump_core *core_slot(struct dump_writer *w, unsigned int core)
+{
+	if (core >= w->ncores) {
+		unsigned int n = core + 1 > w->ncores * 2 ? core + 1 : w->ncores * 2;
+		struct dump_core *c = realloc(w->cores, n * sizeof(*c));
+
+		if (!c)
+			return NULL;
+		memset(c + w->ncores, 0, (n - w->ncores) * sizeof(*c));
+		for (unsigned int i = w->ncores; i < n; i++)
+			c[i].dirfd = c[i].rawfd = -1;
+		w->cores = c;
+		w->ncores = n;
+	}
+	return &w->cores[core];
+}
+
+static int write_iov(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		ssize_t k = writev(fd, iov, n > IOV_MAX ? IOV_MAX : n);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			return -EIO;
+		/* a short write: step over what went out */
+		while (n > 0 && (size_t)k >= iov->iov_len) {
+			k -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
+int dump_writer_add_core(struct dump_writer *w, unsigned int core)
+{
+	struct dump_core *c = core_slot(w, core);
+	char name[64];
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	if (c->used)
+		return 0;
+	if (w->mode == DUMP_NPY) {
+		snprintf(name, sizeof(name), "c%u", core);
+		if (mkdirat(w->dirfd, name, 0755) < 0 && errno != EEXIST)
+			goto err;
+		c->dirfd = openat(w->dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (c->dirfd < 0)
+			goto err;
+	} else if (w->mode == DUMP_RAW) {
+		struct dump_raw_hdr h = { .version = 1, .core = core };
+		struct iovec iov = { &h, sizeof(h) };
+
+		memcpy(h.magic, DUMP_RAW_MAGIC, sizeof(h.magic));
+		snprintf(name, sizeof(name), "core%u.evsraw", core);
+		c->rawfd = openat(w->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (c->rawfd < 0)
+			goto err;
+		err = write_iov(c->rawfd, &iov, 1);
+		if (err) {
+			errno = -err;
+			goto err;
+		}
+		c->raw_off = sizeof(h);
+	}
+	c->used = true;
+	return 0;
+err:
+	err = -errno;
+	fprintf(stderr, "evs-dump: cannot create %s/%s: %s\n", w->dir, name, strerror(errno));
+	return err;
+}
+
+static void count_failure(struct dump_writer *w, struct dump_core *c, const char *what, int err)
+{
+	c->failed++;
+	w->failed++;
+	if (!w->first_errno)
+		w->first_errno = -err;
+	if (!w->reported) {
+		w->reported = true;
+		if (w->before_err)
+			w->before_err(w->ctx);
+		fprintf(stderr, "evs-dump: cannot write %s/%s: %s (further failures are counted)\n",
+			w->dir, what, strerror(-err));
+	}
+}
+
+/* Complete files only: the name appears (rename) after the last byte is
+ * written and the file is closed, so a full disk leaves no file that looks
+ * valid, only a removed temporary. */
+static int write_npy(struct dump_core *c, uint64_t seq,
+		     const struct tensor_event *ev, char *name, size_t name_len)
+{
+	char hdr[NPY_HEADER_MAX], descr[NPY_DESCR_MAX], tmp[64];
+	struct iovec iov[2];
+	int hlen, fd, err;
+
+	snprintf(name, name_len, "%012" PRIu64 ".npy", seq);
+	snprintf(tmp, sizeof(tmp), ".%012" PRIu64 ".npy.tmp", seq);
+	err = npy_descr(ev->dtype, ev->elem_size, descr);
+	if (err)
+		return err;
+	hlen = npy_header(hdr, sizeof(hdr), descr, ev->ndim, ev->shape);
+	if (hlen < 0)
+		return hlen;
+	fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	iov[0] = (struct iovec){ hdr, (size_t)hlen };
+	/* straight from the ring: the only copy is the kernel's */
+	iov[1] = (struct iovec){ (void *)ev->data, ev->bytes };
+	err = write_iov(fd, iov, ev->bytes ? 2 : 1);
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	if (!err && renameat(c->dirfd, tmp, c->dirfd, name) < 0)
+		err = -errno;
+	if (err)
+		unlinkat(c->dirfd, tmp, 0);
+	return err;
+}
+
+static int write_raw(struct dump_core *c, const struct evs_event_header *h, const void *payload,
+		     uint64_t *off)
+{
+	static const char zeros[8];
+	uint64_t pad = (8 - h->data_size % 8) % 8;
+	struct iovec iov[3] = { { (void *)h, sizeof(*h) }, { (void *)payload, h->data_size },
+				{ (void *)zeros, pad } };
+	int err;
+
+	*off = c->raw_off;
+	err = write_iov(c->rawfd, iov, 3);
+	if (err) {
+		/* cut a torn record so the file stays a sequence of whole ones */
+		if (ftruncate(c->rawfd, (off_t)c->raw_off) == 0)
+			lseek(c->rawfd, (off_t)c->raw_off, SEEK_SET);
+		return err;
+	}
+	c->raw_off += sizeof(*h) + h->data_size + pad;
+	return 0;
+}
+
+static void index_line(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
+		       uint64_t gap, const struct tensor_event *ev, const char *file, uint64_t raw_off,
+		       int werr)
+{
+	FILE *f = w->index;
+	char descr[NPY_DESCR_MAX];
+
+	fprintf(f, "{\"seq\":%" PRIu64 ",\"core\":%u,\"ts_ns\":%" PRIu64 ",\"gap\":%" PRIu64,
+		h->seq, core, h->timestamp_ns, gap);
+	if (!ev) {
+		fprintf(f, ",\"kind\":\"bad\",\"type\":%u,\"size\":%" PRIu64 ",\"file\":null}\n",
+			h->type, h->data_size);
+		return;
+	}
+	fprintf(f, ",\"kind\":\"%s\",\"pipe\":%u", ev->is_print ? "print" : "tensor", ev->pipe);
+	if (ev->is_print) {
+		fprintf(f, ",\"dtype\":null,\"shape\":null,\"bytes\":0");
+	} else {
+		fprintf(f, ",\"dtype\":");
+		json_put_str(f, ev->dtype);
+		if (npy_descr(ev->dtype, ev->elem_size, descr) == 0) {
+			fprintf(f, ",\"npy_dtype\":");
+			json_put_str(f, descr);
+		}
+		fprintf(f, ",\"shape\":[");
+		for (uint32_t i = 0; i < ev->ndim; i++)
+			fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, ev->shape[i]);
+		fprintf(f, "],\"bytes\":%" PRIu64, ev->bytes);
+	}
+	fprintf(f, ",\"file\":");
+	if (file)
+		json_put_str(f, file);
+	else
+		fputs("null", f);
+	if (w->mode == DUMP_RAW && file)
+		fprintf(f, ",\"offset\":%" PRIu64, raw_off);
+	if (werr)
+		fprintf(f, ",\"error\":\"%s\"", strerror(-werr));
+	fprintf(f, ",\"prefix\":");
+	json_put_str(f, ev->prefix);
+	fputs("}\n", f);
+}
+
+int dump_writer_record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
+		       const void *payload)
+{
+	struct dump_core *c = core_slot(w, core);
+	struct tensor_event ev;
+	char name[48], file[80];
+	const char *fname = NULL;
+	uint64_t gap, raw_off = 0;
+	int err = 0;
+
+	if (!c)
+		return -ENOMEM;
+	if (!c->used && (err = dump_writer_add_core(w, core)))
+		return err;
+	/* seq counts every emit, dropped ones too: a jump is what was lost */
+	gap = h->seq >= c->next_seq ? h->seq - c->next_seq : 0;
+	c->next_seq = h->seq + 1;
+	c->gaps += gap;
+	c->events++;
+	if (++w->events % RESERVE_EVERY == 0)
+		dump_writer_reserve(w);
+
+	if (h->type != EVS_EVENT_TENSOR_READ || tensor_event_parse(payload, h->data_size, &ev)) {
+		c->bad++;
+		w->bad++;
+		index_line(w, core, h, gap, NULL, NULL, 0, 0);
+		return 0;
+	}
+	if (w->print) {
+		FILE *f = ev.pipe == 2 ? w->err : w->out;
+
+		if (ev.pipe == 2 && w->before_err)
+			w->before_err(w->ctx);
+		preview_print(f, &ev);
+	}
+	if (w->mode == DUMP_NPY && !ev.is_print) {
+		err = write_npy(c, h->seq, &ev, name, sizeof(name));
+		snprintf(file, sizeof(file), "c%u/%s", core, name);
+		if (err)
+			count_failure(w, c, file, err);
+		else
+			fname = file;
+	} else if (w->mode == DUMP_RAW) {
+		snprintf(file, sizeof(file), "core%u.evsraw", core);
+		err = write_raw(c, h, payload, &raw_off);
+		if (err)
+			count_failure(w, c, file, err);
+		else
+			fname = file;
+	}
+	if (!err && !ev.is_print && w->mode != DUMP_INDEX_ONLY) {
+		c->tensors++;
+		c->bytes += ev.bytes;
+		w->bytes += ev.bytes;
+	}
+	index_line(w, core, h, gap, &ev, fname, raw_off, err);
+	return 0;
+}
+
+int dump_writer_flush(struct dump_writer *w)
+{
+	if (!w->index)
+		return 0;
+	if (fflush(w->index) || ferror(w->index)) {
+		int err = errno ? -errno : -EIO;
+
+		if (!w->index_failed++)
+			fprintf(stderr, "evs-dump: cannot write %s/" INDEX_NAME ": %s\n", w->dir,
+				strerror(-err));
+		clearerr(w->index);
+		return err;
+	}
+	return 0;
+}
+
+int dump_writer_close_index(struct dump_writer *w)
+{
+	int err;
+
+	if (!w->index)
+		return 0;
+	err = dump_writer_flush(w);
+	index_unreserve(w);
+	if (fclose(w->index) && !err)
+		err = -errno;
+	w->index = NULL;
+	return err;
+}
+
+/* Nothing was dumped (setup failed): take back what open and add_core
+ * made, so that the directory is not taken for a dump next time. */
+void dump_writer_abort(struct dump_writer *w)
+{
+	char name[64];
+
+	if (w->index) {
+		fclose(w->index);
+		w->index = NULL;
+		unlinkat(w->dirfd, INDEX_NAME, 0);
+	}
+	for (unsigned int i = 0; i < w->ncores; i++) {
+		if (!w->cores[i].used)
+			continue;
+		if (w->mode == DUMP_NPY) {
+			snprintf(name, sizeof(name), "c%u", i);
+			unlinkat(w->dirfd, name, AT_REMOVEDIR); /* only if empty */
+		} else if (w->mode == DUMP_RAW) {
+			snprintf(name, sizeof(name), "core%u.evsraw", i);
+			unlinkat(w->dirfd, name, 0);
+		}
+	}
+	dump_writer_close(w);
+	if (w->created_dir)
+		rmdir(w->dir);
+}
+
+int dump_writer_close(struct dump_writer *w)
+{
+	int err = dump_writer_close_index(w);
+
+	for (unsigned int i = 0; i < w->ncores; i++) {
+		if (w->cores[i].dirfd >= 0)
+			close(w->cores[i].dirfd);
+		if (w->cores[i].rawfd >= 0 && close(w->cores[i].rawfd) < 0 && !err)
+			err = -errno;
+	}
+	free(w->cores);
+	w->cores = NULL;
+	w->ncores = 0;
+	if (w->dirfd >= 0)
+		close(w->dirfd);
+	w->dirfd = -1;
+	return err;
+}

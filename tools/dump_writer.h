@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where evs-dump puts events: one .npy file per tensor (written under a
+ * temporary name and renamed when complete), or one append-only raw file
+ * per core; and one JSON line per event in index.jsonl. See docs/dump.md.
+ */
+#ifndef EVS_TOOLS_DUMP_WRITER_H
+#define EVS_TOOLS_DUMP_WRITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "evstream/evstream.h"
+
+enum dump_mode {
+	DUMP_NPY = 0,     /* one .npy per tensor event */
+	DUMP_RAW,         /* records appended to core<N>.evsraw */
+	DUMP_INDEX_ONLY,  /* the index and the prints, no data */
+};
+
+/* Raw file: this 64-byte header, then records exactly as in the ring: the
+ * 64-byte struct evs_event_header, data_size payload bytes, zeros to the
+ * next multiple of 8. */
+#define DUMP_RAW_MAGIC "EVSRAW01"
+struct dump_raw_hdr {
+	char magic[8];
+	uint32_t version;      /* 1 */
+	uint32_t core;
+	uint8_t reserved[48];  /* 0 */
+};
+_Static_assert(sizeof(struct dump_raw_hdr) == 64, "raw header");
+
+struct dump_core {
+	bool used;
+	int dirfd;             /* c<N>/ for .npy files */
+	int rawfd;
+	uint64_t raw_off;
+	bool have_seq;
+	uint64_t next_seq;
+	uint64_t events;       /* events read (index lines) */
+	uint64_t tensors;      /* tensor files written */
+	uint64_t bytes;        /* tensor bytes written */
+	uint64_t gaps;         /* events lost, from sequence gaps */
+	uint64_t failed;       /* events that could not be written */
+	uint64_t bad;          /* malformed payloads */
+};
+
+struct dump_writer {
+	enum dump_mode mode;
+	bool print;            /* prefixes (+ preview) to stdout / stderr */
+	int dirfd;
+	char dir[4096];
+	FILE *index;
+	FILE *out, *err;       /* where pipe 1 and 2 prints go */
+	void (*before_err)(void *ctx); /* clears a status line before a pipe-2 print */
+	void *ctx;
+	unsigned int ncores;   /* slots in cores[] */
+	struct dump_core *cores;
+	uint64_t events, bytes, failed, bad, index_failed;
+	int first_errno;       /* of the first failed write */
+	bool created_dir;      /* open made the output directory */
+	long index_reserved;   /* the index's disk space is allocated up to here */
+	bool reserve_failed;
+	bool reported;         /* the first failure was reported */
+};
+
+/* Creates dir (and its parents) and index.jsonl in it. 0 or -errno, after
+ * printing a sentence about what failed. */
+int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode);
+
+/* Prepares output for a core (its directory or raw file). 0 or -errno. */
+int dump_writer_add_core(struct dump_writer *w, unsigned int core);
+
+/*
+ * One record of a core: parse, print, write, index. The payload is written
+ * from where it is (the ring) with one writev. 0 even when the write failed
+ * (it is counted in failed and reported once); -errno only for failures
+ * that make going on pointless.
+ */
+int dump_writer_record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
+		       const void *payload);
+
+/* Flushes the index; -errno if something in it could not be written. */
+int dump_writer_flush(struct dump_writer *w);
+/* Keeps disk space allocated ahead of the index (called every few events). */
+void dump_writer_reserve(struct dump_writer *w);
+/* Flushes and closes the index, giving back the reserve; then close. */
+int dump_writer_close_index(struct dump_writer *w);
+int dump_writer_close(struct dump_writer *w);
+/* Setup failed before any event: remove what open and add_core created. */
+void dump_writer_abort(struct dump_writer *w);
+
+#endif

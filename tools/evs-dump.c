@@ -1,0 +1,673 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * evs-dump: connect to a running producer's streams and write every tensor
+ * event to disk (.npy files, or raw per-core files for the highest rates),
+ * with an index, device-print output and a live status line.
+ *
+ * One thread: every stream's eventfd and producer socket, a signalfd and a
+ * timerfd sit in one epoll set. Streams are drained in turns of a bounded
+ * batch so that a busy core cannot starve the others.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+
+#include "dump.h"
+#include "dump_writer.h"
+#include "evstream/evstream.h"
+
+#define BATCH 256            /* records per stream per turn */
+#define TICK_NS 500000000ll  /* status line and index flush */
+#define MAX_CORES 4096
+
+enum { TOK_SIGNAL = 1, TOK_TICK, TOK_DEADLINE, TOK_STREAM = 16 };
+
+struct stream {
+	unsigned int core;
+	struct evs_consumer *c;
+	int efd, hup_fd;
+	bool runnable;       /* records may be pending: not asleep in epoll */
+	bool hup;            /* the producer's socket hung up */
+	bool died;           /* hung up without closing its streams */
+	bool done;           /* ended (drained, or broken) */
+	bool broken;         /* the ring was corrupt: the stream was given up */
+	uint64_t drain_left; /* when stopping: records still to take */
+};
+
+struct dumper {
+	const char *name;
+	struct dump_writer w;
+	struct stream *s;
+	unsigned int n, live;
+	int ep, sfd, tick_fd, deadline_fd;
+	uint64_t max_events, max_bytes;
+	bool draining;       /* stop asked: take what is in the rings, then end */
+	bool stop_now;       /* a limit was reached */
+	bool progress, summary;
+	bool status_shown;
+	uint64_t t0, last_t, last_events, last_bytes;
+	int signals;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: evs-dump [options] [PRODUCER]      (PRODUCER defaults to evs-demo)\n"
+"       evs-dump --convert RAWDIR [-o OUTDIR]\n"
+"Writes every tensor event of a running producer to disk.\n"
+"  -o, --output DIR      output directory (default ./dump)\n"
+"  -c, --cores LIST      cores to dump, e.g. 0,2-3 (default all)\n"
+"  -n, --events N        stop after N events\n"
+"  -b, --bytes N         stop after N tensor bytes (K, M, G suffixes)\n"
+"  -t, --seconds S       stop after S seconds (then drain what is in the rings)\n"
+"  -i, --index-only      write the index and the prints, no tensor data\n"
+"  -r, --raw             append records to one file per core (core<N>.evsraw)\n"
+"      --convert RAWDIR  turn raw files into .npy files and an index (in OUTDIR,\n"
+"                        default RAWDIR/npy)\n"
+"  -w, --wait S          wait up to S seconds for the producer to appear\n"
+"      --no-print        do not print the events' prefixes\n"
+"  -p, --progress        live status line even when stderr is not a terminal\n"
+"  -s, --summary         summary at the end even when stderr is not a terminal\n"
+"  -q, --quiet           neither status line nor summary\n"
+"Exit status: 0 done; 1 events could not be written (or a stream broke);\n"
+"2 bad usage or setup; "
+"3 the producer died (its rings were drained first).\n");
+}
+
+/* ------------------------------------------------------------ status */
+
+static void status_clear(void *ctx)
+{
+	struct dumper *d = ctx;
+
+	if (d->status_shown) {
+		fputs("\r\033[K", stderr);
+		d->status_shown = false;
+	}
+}
+
+static uint64_t stream_drops(const struct stream *s)
+{
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+
+	if (evs_consumer__stats(s->c, &st))
+		return 0;
+	return st.dropped;
+}
+
+static void status_line(struct dumper *d)
+{
+	uint64_t t = now_ns();
+	double dt = (double)(t - d->last_t) / 1e9;
+	double evs = dt > 0 ? (double)(d->w.events - d->last_events) / dt : 0;
+	double mbs = dt > 0 ? (double)(d->w.bytes - d->last_bytes) / dt / 1e6 : 0;
+
+	d->last_t = t;
+	d->last_events = d->w.events;
+	d->last_bytes = d->w.bytes;
+	fprintf(stderr, "\r\033[K%6.1fs %9.0f ev/s %8.1f MB/s  written %.1f MB in %" PRIu64 " events  drops",
+		(double)(t - d->t0) / 1e9, evs, mbs, (double)d->w.bytes / 1e6, d->w.events);
+	for (unsigned int i = 0; i < d->n && i < 8; i++)
+		fprintf(stderr, " c%u:%" PRIu64, d->s[i].core, stream_drops(&d->s[i]));
+	if (d->n > 8)
+		fprintf(stderr, " (+%u cores)", d->n - 8);
+	if (d->w.failed)
+		fprintf(stderr, "  FAILED %" PRIu64, d->w.failed);
+	d->status_shown = true;
+}
+
+static void write_summary(struct dumper *d, FILE *f, bool json)
+{
+	double secs = (double)(now_ns() - d->t0) / 1e9;
+
+	if (json)
+		fprintf(f, "{\"producer\":\"%s\",\"seconds\":%.3f,\"events\":%" PRIu64
+			",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"cores\":[",
+			d->name, secs, d->w.events, d->w.bytes, d->w.failed, d->w.bad);
+	else
+		fprintf(f, "evs-dump: %" PRIu64 " events, %.1f MB in %.2f s (%.0f ev/s, %.1f MB/s) to %s\n"
+			"  core    events   tensors        bytes    gaps  ring_full  too_big  no_consumer  failed\n",
+			d->w.events, (double)d->w.bytes / 1e6, secs,
+			secs > 0 ? (double)d->w.events / secs : 0,
+			secs > 0 ? (double)d->w.bytes / secs / 1e6 : 0, d->w.dir);
+	for (unsigned int i = 0; i < d->n; i++) {
+		struct stream *s = &d->s[i];
+		struct evs_stream_stats st = { .sz = sizeof(st) };
+		struct dump_core z = { 0 }, *c = s->core < d->w.ncores ? &d->w.cores[s->core] : &z;
+
+		evs_consumer__stats(s->c, &st);
+		if (json)
+			fprintf(f, "%s{\"core\":%u,\"events\":%" PRIu64 ",\"tensors\":%" PRIu64
+				",\"bytes\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"produced\":%" PRIu64
+				",\"ring_full\":%" PRIu64 ",\"too_big\":%" PRIu64 ",\"no_consumer\":%" PRIu64
+				",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"producer_died\":%s}",
+				i ? "," : "", s->core, c->events, c->tensors, c->bytes, c->gaps, st.produced,
+				st.dropped_events[EVS_DROP_RING_FULL], st.dropped_events[EVS_DROP_TOO_BIG],
+				st.dropped_events[EVS_DROP_NO_CONSUMER], c->failed, c->bad,
+				s->died ? "true" : "false");
+		else
+			fprintf(f, "  %4u %9" PRIu64 " %9" PRIu64 " %12" PRIu64 " %7" PRIu64 " %10" PRIu64
+				" %8" PRIu64 " %12" PRIu64 " %7" PRIu64 "\n",
+				s->core, c->events, c->tensors, c->bytes, c->gaps,
+				st.dropped_events[EVS_DROP_RING_FULL], st.dropped_events[EVS_DROP_TOO_BIG],
+				st.dropped_events[EVS_DROP_NO_CONSUMER], c->failed);
+	}
+	if (json)
+		fprintf(f, "]}\n");
+}
+
+static void save_summary(struct dumper *d)
+{
+	int fd = openat(d->w.dirfd, "summary.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	write_summary(d, f, true);
+	fclose(f);
+}
+
+/* ------------------------------------------------------------ streams */
+
+static void stream_end(struct dumper *d, struct stream *s)
+{
+	if (s->done)
+		return;
+	s->done = true;
+	s->runnable = false;
+	epoll_ctl(d->ep, EPOLL_CTL_DEL, s->efd, NULL);
+	if (s->hup_fd >= 0 && !s->hup)
+		epoll_ctl(d->ep, EPOLL_CTL_DEL, s->hup_fd, NULL);
+	d->live--;
+}
+
+static bool limit_reached(const struct dumper *d)
+{
+	return (d->max_events && d->w.events >= d->max_events) ||
+	       (d->max_bytes && d->w.bytes >= d->max_bytes);
+}
+
+/*
+ * Take up to BATCH records. Returns true when the stream may still hold
+ * records (come back without sleeping).
+ */
+static bool stream_drain(struct dumper *d, struct stream *s)
+{
+	struct evs_record rec;
+	int err;
+
+	for (int k = 0; k < BATCH; k++) {
+		if (d->draining && !s->drain_left) {
+			s->runnable = false;
+			return false;
+		}
+		err = evs_consumer__peek(s->c, &rec);
+		if (err == 0) {
+			err = dump_writer_record(&d->w, s->core, &rec.hdr, rec.data);
+			evs_consumer__release(s->c);
+			if (d->draining)
+				s->drain_left--;
+			if (err) {
+				fprintf(stderr, "evs-dump: core %u: %s\n", s->core, strerror(-err));
+				d->stop_now = true;
+				return false;
+			}
+			if (limit_reached(d)) {
+				d->stop_now = true;
+				return false;
+			}
+			continue;
+		}
+		if (err == -EAGAIN) {
+			if (d->draining) {
+				s->runnable = false;
+				return false;
+			}
+			if (s->hup) {
+				/* CLOSED is set before the socket closes on a clean exit */
+				struct evs_stream_stats st = { .sz = sizeof(st) };
+
+				if (!evs_consumer__stats(s->c, &st) && !st.producer_closed)
+					s->died = true;
+				/* lets the library see the hang-up: -EPIPE once drained */
+				err = evs_consumer__wait(s->c, 0);
+				if (err == 0)
+					continue;
+				if (err == -ETIMEDOUT)
+					err = -EPIPE;
+			} else {
+				err = evs_consumer__prepare_wait(s->c);
+				if (err == 0) {
+					s->runnable = false; /* asleep until the eventfd fires */
+					return false;
+				}
+				if (err == -EAGAIN)
+					continue;
+			}
+		}
+		if (err != -EPIPE) {
+			fprintf(stderr, "evs-dump: core %u: stream broken: %s\n", s->core, evs_strerror(err));
+			s->broken = true;
+		}
+		stream_end(d, s);
+		return false;
+	}
+	return true;
+}
+
+/* Stop asked: take what the rings hold now, not what arrives after. */
+static void start_draining(struct dumper *d)
+{
+	if (d->draining)
+		return;
+	d->draining = true;
+	for (unsigned int i = 0; i < d->n; i++) {
+		struct evs_stream_stats st = { .sz = sizeof(st) };
+		struct stream *s = &d->s[i];
+
+		if (s->done)
+			continue;
+		s->drain_left = evs_consumer__stats(s->c, &st) ? 0 : st.committed - st.released;
+		s->runnable = true;
+	}
+}
+
+static bool drained(const struct dumper *d)
+{
+	for (unsigned int i = 0; i < d->n; i++)
+		if (!d->s[i].done && d->s[i].runnable)
+			return false;
+	return true;
+}
+
+static void handle_signal(struct dumper *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (++d->signals > 1)
+			d->stop_now = true; /* asked twice: stop without draining */
+		start_draining(d);
+	}
+}
+
+static int run(struct dumper *d)
+{
+	struct epoll_event evs[64];
+
+	while (d->live && !d->stop_now) {
+		bool busy = false;
+		int n;
+
+		for (unsigned int i = 0; i < d->n && !d->stop_now; i++)
+			if (!d->s[i].done && d->s[i].runnable)
+				busy |= stream_drain(d, &d->s[i]);
+		if (d->stop_now || (d->draining && drained(d)))
+			break;
+		n = epoll_wait(d->ep, evs, 64, busy ? 0 : -1);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		for (int i = 0; i < n; i++) {
+			uint64_t tok = evs[i].data.u64;
+			uint64_t v;
+
+			if (tok == TOK_SIGNAL) {
+				handle_signal(d);
+			} else if (tok == TOK_TICK) {
+				if (read(d->tick_fd, &v, sizeof(v)) < 0)
+					v = 0;
+				dump_writer_flush(&d->w);
+				if (d->progress)
+					status_line(d);
+			} else if (tok == TOK_DEADLINE) {
+				if (read(d->deadline_fd, &v, sizeof(v)) < 0)
+					v = 0;
+				start_draining(d);
+			} else {
+				struct stream *s = &d->s[(tok - TOK_STREAM) >> 1];
+
+				if (s->done)
+					continue;
+				if ((tok - TOK_STREAM) & 1) {
+					/* the producer went away: stop watching, drain */
+					epoll_ctl(d->ep, EPOLL_CTL_DEL, s->hup_fd, NULL);
+					s->hup = true;
+				}
+				if (!d->draining)
+					s->runnable = true;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ setup */
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': x <<= 10; end++; break;
+	case 'm': case 'M': x <<= 20; end++; break;
+	case 'g': case 'G': x <<= 30; end++; break;
+	}
+	if (*end == 'i')
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+/* "0,2-3" into a bitmap of MAX_CORES; returns -EINVAL if malformed. */
+static int parse_cores(const char *s, unsigned char *set)
+{
+	while (*s) {
+		char *end;
+		unsigned long a = strtoul(s, &end, 10), b = a;
+
+		if (end == s || a >= MAX_CORES)
+			return -EINVAL;
+		s = end;
+		if (*s == '-') {
+			b = strtoul(++s, &end, 10);
+			if (end == s || b >= MAX_CORES || b < a)
+				return -EINVAL;
+			s = end;
+		}
+		for (unsigned long i = a; i <= b; i++)
+			set[i] = 1;
+		if (*s == ',')
+			s++;
+		else if (*s)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static struct evs_consumer *connect_core(const char *name, unsigned int core, double wait_s)
+{
+	uint64_t deadline = now_ns() + (uint64_t)(wait_s * 1e9);
+	struct evs_consumer *c;
+
+	for (;;) {
+		c = evs_consumer__connect(name, core, NULL);
+		if (c || errno != ENOENT || now_ns() >= deadline)
+			return c;
+		usleep(20000);
+	}
+}
+
+static int add_stream(struct dumper *d, unsigned int core, struct evs_consumer *c)
+{
+	struct stream *s = &d->s[d->n];
+	struct epoll_event ev = { .events = EPOLLIN };
+	int idx = (int)d->n;
+
+	*s = (struct stream){ .core = core, .c = c, .efd = evs_consumer__fd(c),
+			      .hup_fd = evs_consumer__hup_fd(c), .runnable = true };
+	ev.data.u64 = TOK_STREAM + ((uint64_t)idx << 1);
+	if (epoll_ctl(d->ep, EPOLL_CTL_ADD, s->efd, &ev) < 0)
+		return -errno;
+	if (s->hup_fd >= 0) {
+		ev.events = EPOLLIN | EPOLLRDHUP;
+		ev.data.u64 = TOK_STREAM + ((uint64_t)idx << 1) + 1;
+		if (epoll_ctl(d->ep, EPOLL_CTL_ADD, s->hup_fd, &ev) < 0)
+			return -errno;
+	}
+	d->n++;
+	d->live++;
+	return dump_writer_add_core(&d->w, core);
+}
+
+static int connect_all(struct dumper *d, const unsigned char *set, bool all, double wait_s)
+{
+	for (unsigned int core = 0; core < MAX_CORES; core++) {
+		struct evs_consumer *c;
+		int err;
+
+		if (!all && !set[core])
+			continue;
+		c = connect_core(d->name, core, core == 0 || !all ? wait_s : 0);
+		if (!c) {
+			if (all && errno == EINVAL && d->n)
+				break; /* past the producer's last core */
+			fprintf(stderr, "evs-dump: cannot connect to core %u of producer '%s': %s\n",
+				core, d->name, *evs_errmsg() ? evs_errmsg() : strerror(errno));
+			return -errno;
+		}
+		err = add_stream(d, core, c);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int arm_timer(int fd, int64_t first_ns, int64_t period_ns)
+{
+	struct itimerspec it = {
+		.it_value = { first_ns / 1000000000, first_ns % 1000000000 },
+		.it_interval = { period_ns / 1000000000, period_ns % 1000000000 },
+	};
+
+	return timerfd_settime(fd, 0, &it, NULL) < 0 ? -errno : 0;
+}
+
+static int add_fd(int ep, int fd, uint64_t tok)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tok };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "cores", required_argument, NULL, 'c' },
+		{ "events", required_argument, NULL, 'n' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ "seconds", required_argument, NULL, 't' },
+		{ "index-only", no_argument, NULL, 'i' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ "convert", required_argument, NULL, 'C' },
+		{ "wait", required_argument, NULL, 'w' },
+		{ "no-print", no_argument, NULL, 'N' },
+		{ "progress", no_argument, NULL, 'p' },
+		{ "summary", no_argument, NULL, 's' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static unsigned char core_set[MAX_CORES];
+	struct dumper d = { .name = "evs-demo", .ep = -1, .sfd = -1, .tick_fd = -1, .deadline_fd = -1 };
+	const char *out = NULL, *convert = NULL;
+	enum dump_mode mode = DUMP_NPY;
+	bool all_cores = true, print = true, quiet = false;
+	bool tty = isatty(STDERR_FILENO);
+	double seconds = 0, wait_s = 0;
+	sigset_t mask;
+	int opt, err, rc = 0;
+
+	d.progress = d.summary = tty;
+	while ((opt = getopt_long(argc, argv, "o:c:n:b:t:irw:psqh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'o': out = optarg; break;
+		case 'c':
+			if (parse_cores(optarg, core_set)) {
+				fprintf(stderr, "evs-dump: --cores '%s': use a list like 0,2-3\n", optarg);
+				return 2;
+			}
+			all_cores = false;
+			break;
+		case 'n':
+			if (parse_u64(optarg, &d.max_events)) {
+				fprintf(stderr, "evs-dump: --events '%s' is not a count\n", optarg);
+				return 2;
+			}
+			break;
+		case 'b':
+			if (parse_u64(optarg, &d.max_bytes)) {
+				fprintf(stderr, "evs-dump: --bytes '%s' is not a size (K, M, G)\n", optarg);
+				return 2;
+			}
+			break;
+		case 't': seconds = atof(optarg); break;
+		case 'w': wait_s = atof(optarg); break;
+		case 'i': mode = DUMP_INDEX_ONLY; break;
+		case 'r': mode = DUMP_RAW; break;
+		case 'C': convert = optarg; break;
+		case 'N': print = false; break;
+		case 'p': d.progress = true; d.summary = true; break;
+		case 's': d.summary = true; break;
+		case 'q': quiet = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (quiet)
+		d.progress = d.summary = false;
+	if (convert) {
+		char def[4096];
+
+		if (!out) {
+			snprintf(def, sizeof(def), "%s/npy", convert);
+			out = def;
+		}
+		return dump_convert(convert, out, d.summary || !quiet) ? 1 : 0;
+	}
+	if (optind < argc)
+		d.name = argv[optind++];
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	d.w.print = print;
+	d.w.before_err = status_clear;
+	d.w.ctx = &d;
+	if (dump_writer_open(&d.w, out ? out : "dump", mode))
+		return 2;
+
+	d.s = calloc(MAX_CORES, sizeof(*d.s));
+	d.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (!d.s || d.ep < 0 || connect_all(&d, core_set, all_cores, wait_s)) {
+		if (!d.s || d.ep < 0)
+			perror("evs-dump");
+		rc = 2;
+		goto out_abort;
+	}
+
+	/* signals arrive through the epoll set, between records */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	d.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	d.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	d.deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (d.sfd < 0 || d.tick_fd < 0 || d.deadline_fd < 0 ||
+	    add_fd(d.ep, d.sfd, TOK_SIGNAL) || add_fd(d.ep, d.tick_fd, TOK_TICK) ||
+	    add_fd(d.ep, d.deadline_fd, TOK_DEADLINE) || arm_timer(d.tick_fd, TICK_NS, TICK_NS) ||
+	    (seconds > 0 && arm_timer(d.deadline_fd, (int64_t)(seconds * 1e9), 0))) {
+		perror("evs-dump: setting up epoll");
+		rc = 2;
+		goto out_abort;
+	}
+	d.t0 = d.last_t = now_ns();
+
+	err = run(&d);
+	if (err) {
+		fprintf(stderr, "evs-dump: epoll: %s\n", strerror(-err));
+		rc = 2;
+	}
+	status_clear(&d);
+	fflush(stdout);
+	/* the index first: its reserve, given back, makes room for the summary */
+	if (dump_writer_close_index(&d.w))
+		rc = 1;
+	save_summary(&d);
+	if (d.summary)
+		write_summary(&d, stderr, false);
+	{
+		unsigned int died = 0, ended = 0;
+
+		for (unsigned int i = 0; i < d.n; i++) {
+			died += d.s[i].died;
+			ended += d.s[i].done;
+		}
+		if (died) {
+			fprintf(stderr, "evs-dump: producer '%s' died (hang-up without closing its streams); "
+				"everything it had committed was drained\n", d.name);
+			if (!rc)
+				rc = 3;
+		} else if (ended == d.n && d.summary) {
+			fprintf(stderr, "evs-dump: producer '%s' closed its streams; everything it committed was drained\n",
+				d.name);
+		}
+	}
+	if (d.w.failed) {
+		fprintf(stderr, "evs-dump: %" PRIu64 " events could not be written (%s); no partial files were left\n",
+			d.w.failed, strerror(d.w.first_errno));
+		rc = 1;
+	}
+	for (unsigned int i = 0; i < d.n; i++)
+		if (d.s[i].broken)
+			rc = 1;
+	if (d.w.bad) {
+		fprintf(stderr, "evs-dump: %" PRIu64 " malformed events were indexed as \"bad\"\n", d.w.bad);
+		rc = rc ? rc : 1;
+	}
+	for (unsigned int i = 0; i < d.n; i++)
+		evs_consumer__free(d.s[i].c);
+	if (dump_writer_close(&d.w) && !rc)
+		rc = 1;
+	goto out_fds;
+out_abort:
+	for (unsigned int i = 0; i < d.n; i++)
+		evs_consumer__free(d.s[i].c);
+	dump_writer_abort(&d.w);
+out_fds:
+	{
+		int fds[] = { d.ep, d.sfd, d.tick_fd, d.deadline_fd };
+
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
+	free(d.s);
+	return rc;
+}

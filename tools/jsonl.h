@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* The little JSON the index needs: escaping strings, and reading back the
+ * flat one-line objects evs-dump writes (no nesting but the shape array). */
+#ifndef EVS_TOOLS_JSONL_H
+#define EVS_TOOLS_JSONL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Writes s as a JSON string, quotes included. */
+void json_put_str(FILE *f, const char *s);
+
+/* The value of "key" in a one-line object: 0, or -ENOENT if absent, -EINVAL
+ * if it has the wrong type. Strings come back still escaped. */
+int json_get_u64(const char *line, const char *key, uint64_t *v);
+int json_get_str(const char *line, const char *key, char *buf, size_t len);
+int json_get_u64_array(const char *line, const char *key, uint64_t *v, uint32_t max, uint32_t *n);
+/* 1 if "key" is null, 0 if it is something else, -ENOENT if absent. */
+int json_is_null(const char *line, const char *key);
+
+#endif

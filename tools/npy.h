@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NumPy .npy format, version 1.0: a 10-byte preamble (magic, version,
+ * header length), a Python dict literal padded with spaces and ended by a
+ * newline so that the data starts on a 64-byte boundary, then the data.
+ */
+#ifndef EVS_TOOLS_NPY_H
+#define EVS_TOOLS_NPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NPY_MAGIC      "\x93NUMPY"
+#define NPY_MAGIC_LEN  6
+#define NPY_PREAMBLE   10       /* magic, major, minor, uint16 header length */
+#define NPY_ALIGN      64
+#define NPY_MAX_NDIM   8
+#define NPY_HEADER_MAX 512      /* 8 dims of 20 digits fit with room to spare */
+#define NPY_DESCR_MAX  16
+
+/*
+ * The descr (NumPy type string) for an evstream dtype: "<f4", "|b1", ...
+ * bfloat16 has no NumPy type and is stored as "<u2" (its raw bits). An
+ * unknown dtype with a known element size becomes the opaque "|V<size>".
+ * Returns 0, or -EINVAL when neither is known.
+ */
+int npy_descr(const char *dtype, uint32_t elem_size, char descr[NPY_DESCR_MAX]);
+
+/* Writes the complete header (preamble + dict) into buf, returns its length
+ * (a multiple of 64), or -ENOSPC if len is too small. */
+int npy_header(char *buf, size_t len, const char *descr, uint32_t ndim, const uint64_t *shape);
+
+struct npy_info {
+	char descr[NPY_DESCR_MAX];
+	int fortran_order;
+	uint32_t ndim;
+	uint64_t shape[NPY_MAX_NDIM];
+	size_t data_offset;          /* header length */
+};
+
+/* Parses a version 1.0 header from the first len bytes of a file: 0, or
+ * -EBADMSG when it is not one this module would write (or NumPy read). */
+int npy_parse(const void *buf, size_t len, struct npy_info *info);
+
+#endif
