@@ -107,7 +107,8 @@ static int snap_take(const struct evs_drops *d, struct snap *s)
 	n = evs_drops__for_each(d, snap_add, s);
 	if (n < 0)
 		return n;
-	qsort(s->e, s->n, sizeof(*s->e), cmp_entry);
+	if (s->n) /* s->e is NULL before the first entry: qsort(NULL) is undefined */
+		qsort(s->e, s->n, sizeof(*s->e), cmp_entry);
 	return 0;
 }
 

@@ -65,7 +65,7 @@ int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int co
 	char dir[sizeof(sa.sun_path)];
 	struct evs_hello h = { .magic = EVS_HELLO_MAGIC, .abi_major = EVS_ABI_MAJOR,
 			       .abi_minor = EVS_ABI_MINOR, .core = core };
-	struct evs_welcome w;
+	struct evs_welcome w = { 0 };
 	int fds[3] = { -1, -1, -1 }, nfds = 0;
 	int timeout = OPTS_GET(opts, timeout_ms, 0) > 0 ? opts->timeout_ms : 2000;
 	int sock, err;
@@ -88,11 +88,20 @@ int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int co
 		return evs_fail(err, "connecting to producer '%s' at %s: %s", name, sa.sun_path,
 				strerror(err));
 	}
+	/* a server that refuses us (credentials) may answer and hang up before
+	 * reading the hello: its answer is still ours to read */
 	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h)) {
-		err = evs_fail(errno, "producer '%s' hung up during the handshake", name);
-		goto err_close;
+		int serr = errno;
+
+		if (recv_welcome(sock, &w, fds, &nfds, 0) || !w.status) {
+			close_fds(fds, nfds);
+			nfds = 0;
+			err = evs_fail(serr, "producer '%s' hung up during the handshake", name);
+			goto err_close;
+		}
+	} else {
+		err = recv_welcome(sock, &w, fds, &nfds, timeout);
 	}
-	err = recv_welcome(sock, &w, fds, &nfds, timeout);
 	if (err) {
 		evs_fail(-err, "handshake with producer '%s': %s", name, evs_strerror(err));
 		goto err_close;

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -24,6 +25,14 @@ static int file_size_is(int fd, uint64_t size)
 	return fstat(fd, &st) == 0 && (uint64_t)st.st_size == size;
 }
 
+/* A file the producer could still shrink would turn our reads into SIGBUS. */
+static bool size_is_sealed(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	return seals >= 0 && (seals & F_SEAL_SHRINK);
+}
+
 /* Map the stream and check the producer's identity page against what the
  * handshake said; the consumer starts where the last consumer stopped. */
 int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t ring_bytes,
@@ -35,7 +44,8 @@ int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t 
 
 	if ((page_size != 4096 && page_size != EVS_HUGE_PAGE) || ring_bytes < page_size ||
 	    ring_bytes % page_size || ring_bytes > (1ULL << 46) ||
-	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES))
+	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES) ||
+	    !size_is_sealed(data_fd) || !size_is_sealed(ctl_fd))
 		return evs_fail(EBADMSG, "stream of core %u: sizes do not match the shared files", core);
 	err = evs_map_attach(&c->map, ctl_fd, data_fd, ring_bytes, page_size, false);
 	if (err)
@@ -44,13 +54,16 @@ int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t 
 	if (prod->magic != EVS_SHM_MAGIC || prod->abi_major != EVS_ABI_MAJOR ||
 	    prod->hdr_bytes != EVS_CTL_BYTES || prod->ring_bytes != ring_bytes ||
 	    prod->page_size != page_size || prod->core != core || prod->max_events == 0) {
+		/* read before the unmap: the page is gone after it */
+		unsigned int abi = prod->abi_major;
+
 		evs_map_detach(&c->map);
 		return evs_fail(EBADMSG, "stream of core %u: bad identity (magic, ABI %u, sizes)",
-				core, (unsigned)prod->abi_major);
+				core, abi);
 	}
 	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with stream_commit() */
 	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
-	if (prod_pos - cons_pos > ring_bytes || cons_pos % EVS_RECORD_ALIGN) {
+	if (prod_pos - cons_pos > ring_bytes || (prod_pos | cons_pos) % EVS_RECORD_ALIGN) {
 		evs_map_detach(&c->map);
 		return evs_fail(EBADMSG, "stream of core %u: positions out of range", core);
 	}
@@ -106,25 +119,35 @@ static int consumer_empty(struct evs_consumer *c)
 	return -EPIPE;
 }
 
+/* Checks a producer position; 0 when records are pending. */
+static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
+{
+	/* more than a ring ahead, behind us, or off the record grid: corrupt */
+	if (unlikely(p - c->cons_pos > c->cap || p % EVS_RECORD_ALIGN))
+		return consumer_broken(c);
+	c->prod_cache = p;
+	return 0;
+}
+
 /* Returns 0 when at least one record is pending, or a negative status. */
 static int consumer_fill(struct evs_consumer *c)
 {
-	for (;;) {
-		/* pairs with smp_store_release(&prod->prod_pos) in stream_commit():
-		 * records below prod_pos are complete */
-		uint64_t p = smp_load_acquire(&c->prod->prod_pos);
-		int err;
+	/* pairs with smp_store_release(&prod->prod_pos) in stream_commit():
+	 * records below prod_pos are complete */
+	uint64_t p = smp_load_acquire(&c->prod->prod_pos);
+	int err;
 
-		if (p != c->cons_pos) {
-			if (unlikely(p - c->cons_pos > c->cap))
-				return consumer_broken(c);
-			c->prod_cache = p;
-			return 0;
-		}
-		err = consumer_empty(c);
-		if (err <= 0)
-			return err;
-	}
+	if (p != c->cons_pos)
+		return consumer_take_pos(c, p);
+	err = consumer_empty(c);
+	if (err <= 0)
+		return err;
+	/* the producer has gone and left records: look once, not in a loop,
+	 * so that a position that keeps flipping cannot hold us */
+	p = smp_load_acquire(&c->prod->prod_pos);
+	if (p != c->cons_pos)
+		return consumer_take_pos(c, p);
+	return -EPIPE;
 }
 
 EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Error strings: evs_strerror(), evs_errmsg(), and the options-size rule. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +15,8 @@ int evs_fail(int err, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	/* clang-analyzer 14 misses the va_start above */
+	vsnprintf(errmsg, sizeof(errmsg), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
 	va_end(ap);
 	return -err;
 }
@@ -33,6 +35,8 @@ EVS_API const char *evs_strerror(int err)
 {
 	const char *s;
 
+	if (err == INT_MIN)
+		return "unknown error"; /* -INT_MIN overflows */
 	if (err < 0)
 		err = -err;
 	switch (err) {

@@ -143,7 +143,7 @@ EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, u
 {
 	struct evs_stream *s = stream_of(p, core);
 	void *data;
-	int err;
+	int err = -EINVAL;
 
 	if (!s) {
 		errno = EINVAL;
@@ -181,14 +181,16 @@ EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32
 {
 	struct evs_stream *s = stream_of(p, core);
 	void *dst;
-	int err;
+	int err = -EINVAL;
 
 	if (!s || (!data && size))
 		return -EINVAL;
 	dst = stream_reserve(s, type, size, &err);
 	if (!dst)
 		return err;
-	memcpy(dst, data, size);
+	/* memcpy from NULL is undefined even for 0 bytes */
+	if (size)
+		memcpy(dst, data, size);
 	stream_commit(s);
 	return 0;
 }

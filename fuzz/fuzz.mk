@@ -1,0 +1,22 @@
+# libFuzzer targets (clang). `make fuzz` builds them and runs each for
+# FUZZ_TIME seconds from the seed corpus in fuzz/corpus/<target>; new inputs
+# go to $(BUILD)/fuzz/corpus-<target>, findings to $(BUILD)/fuzz/. The
+# library sources are compiled into each target with the same sanitizers.
+FUZZ_CC      ?= clang
+FUZZ_TIME    ?= 60
+FUZZ_JOBS    ?= 1
+FUZZ_TARGETS := consumer producer
+FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+	-D_GNU_SOURCE -Iinclude -Itransport -Wall -Wextra -Werror
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRCS) $(wildcard transport/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(LIB_SRCS) -o $@ -lpthread
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@bash fuzz/run.sh $(BUILD)/fuzz $(FUZZ_TIME) $(FUZZ_TARGETS)

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target: the consumer reading an arbitrary shared region.
+ *
+ * A stand-in producer writes the fuzz input into a stream's control page and
+ * ring (identity, positions, state, record headers and payload), moves its
+ * position at an input-chosen point, and a real consumer is attached and
+ * drained. The consumer must end with records, -EAGAIN, -EPIPE or a sticky
+ * -EBADMSG: never a crash, an out-of-bounds read or a hang.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define RING 4096u
+
+struct fz_input {
+	uint8_t mode;        /* bit 0: raw identity line from the input; bit 6: close */
+	uint8_t move_at;     /* peek count after which prod_pos becomes prod_pos2 */
+	uint16_t max_peeks;
+	uint32_t state;
+	uint64_t prod_pos;
+	uint64_t cons_pos;
+	uint64_t prod_pos2;
+};
+
+static int ctl_fd = -1, data_fd = -1, ro_fd = -1, efd = -1;
+static uint8_t *ctl, *ring;
+
+static int make_sealed(const char *name, size_t size)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+		abort();
+	return fd;
+}
+
+static void setup(void)
+{
+	char path[64];
+
+	ctl_fd = make_sealed("fz-ctl", EVS_CTL_BYTES);
+	data_fd = make_sealed("fz-data", RING);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", data_fd);
+	ro_fd = open(path, O_RDONLY | O_CLOEXEC);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ctl = mmap(NULL, EVS_CTL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ctl_fd, 0);
+	ring = mmap(NULL, RING, PROT_READ | PROT_WRITE, MAP_SHARED, data_fd, 0);
+	if (ro_fd < 0 || efd < 0 || ctl == MAP_FAILED || ring == MAP_FAILED)
+		abort();
+}
+
+static void write_identity(struct evs_shm_prod *prod)
+{
+	prod->magic = EVS_SHM_MAGIC;
+	prod->abi_major = EVS_ABI_MAJOR;
+	prod->abi_minor = EVS_ABI_MINOR;
+	prod->hdr_bytes = EVS_CTL_BYTES;
+	prod->ring_bytes = RING;
+	prod->max_events = 64;
+	prod->page_size = 4096;
+	prod->core = 0;
+}
+
+static volatile uint8_t sink;
+
+/* Touch every byte handed out: ASan/SEGV catches a range outside the ring. */
+static void check_record(const struct evs_consumer *c, const struct evs_record *rec)
+{
+	const uint8_t *d = rec->data;
+	uint8_t x = 0;
+
+	assert(d >= c->data + EVS_RECORD_HDR && d + rec->hdr.data_size <= c->data + 2 * (size_t)RING);
+	for (uint64_t i = 0; i < rec->hdr.data_size; i++)
+		x ^= d[i];
+	sink = x;
+}
+
+static int count_fn(void *ctx, const struct evs_record *rec)
+{
+	(void)rec;
+	++*(int *)ctx;
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
+{
+	struct evs_shm_prod *prod;
+	struct evs_shm_cons *cons;
+	struct evs_consumer c;
+	struct evs_record rec;
+	struct fz_input in;
+	int err = 0, n = 0;
+
+	if (ctl_fd < 0)
+		setup();
+	if (len < sizeof(in))
+		return 0;
+	memcpy(&in, buf, sizeof(in));
+	buf += sizeof(in);
+	len -= sizeof(in);
+
+	memset(ctl, 0, EVS_CTL_BYTES);
+	memset(ring, 0, RING);
+	prod = (struct evs_shm_prod *)ctl;
+	cons = (struct evs_shm_cons *)(ctl + EVS_CTL_PAGE);
+	write_identity(prod);
+	if ((in.mode & 1) && len >= 64) {
+		memcpy(ctl, buf, 64);
+		buf += 64;
+		len -= 64;
+	}
+	memcpy(ring, buf, len < RING ? len : RING);
+	prod->prod_pos = in.prod_pos;
+	prod->state = in.state;
+	cons->cons_pos = in.cons_pos;
+
+	memset(&c, 0, sizeof(c));
+	c.sock = -1;
+	c.efd = efd;
+	if (evs_consumer_init(&c, ctl_fd, ro_fd, RING, 4096, 0))
+		return 0;
+	for (int i = 0; i < 1 + (in.max_peeks & 511); i++) {
+		if (i == in.move_at)
+			prod->prod_pos = in.prod_pos2;
+		err = evs_consumer__peek(&c, &rec);
+		if (err == 0) {
+			check_record(&c, &rec);
+			assert(evs_consumer__release(&c) == 0);
+			continue;
+		}
+		assert(err == -EAGAIN || err == -EPIPE || err == -EBADMSG);
+		if (err == -EBADMSG) {
+			/* broken is sticky */
+			assert(evs_consumer__peek(&c, &rec) == -EBADMSG);
+			assert(evs_consumer__prepare_wait(&c) == -EBADMSG);
+			break;
+		}
+		if (err == -EAGAIN && (in.mode & 0x40)) {
+			prod->state |= EVS_STATE_CLOSED;
+			continue;
+		}
+		break;
+	}
+	if (err != -EBADMSG) {
+		err = evs_consumer__prepare_wait(&c);
+		assert(err == 0 || err == -EAGAIN || err == -EPIPE || err == -EBADMSG);
+		err = evs_consumer__consume(&c, count_fn, &n, 0);
+		assert(err >= 0 || err == -EPIPE || err == -EBADMSG);
+	}
+	/* what the consumer published stays on the record grid it checked */
+	assert(cons->cons_pos % EVS_RECORD_ALIGN == 0);
+	evs_map_detach(&c.map);
+	{
+		uint64_t v;
+
+		eventfd_read(efd, &v);
+	}
+	return 0;
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+# Writes the seed corpus of the fuzz targets (fuzz/corpus/*). Seeds are
+# small valid and near-valid cases the fuzzer mutates from.
+import os, struct, sys
+
+RING = 4096
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+def rec(size, seq, fill=0x41):
+    pad = (-size) % 8
+    return struct.pack("<QIIQQ32x", size, 1, 0, seq, 0) + bytes([fill]) * size + bytes(pad)
+
+def cons_seed(mode, move_at, peeks, state, prod, cons, prod2, ring, ident=b""):
+    return struct.pack("<BBHIQQQ", mode, move_at, peeks, state, prod, cons, prod2) + ident + ring
+
+def write(dirname, name, data):
+    d = os.path.join(out, dirname)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+three = rec(0, 0) + rec(5, 1) + rec(100, 2)
+write("consumer", "three-records", cons_seed(0, 255, 8, 0, len(three), 0, 0, three))
+write("consumer", "closed-after-drain", cons_seed(0, 255, 8, 1, len(three), 0, 0, three))
+write("consumer", "close-when-empty", cons_seed(0x40, 255, 8, 0, len(three), 0, 0, three))
+# a record that starts 64 bytes before the end and wraps into the start
+wrap = rec(200, 7)
+ring = bytearray(RING)
+ring[RING - 64:] = wrap[:64]
+ring[:len(wrap) - 64] = wrap[64:]
+write("consumer", "wrapping-record", cons_seed(0, 255, 4, 0, 2 * RING + len(wrap) - 64, 2 * RING - 64, 0, bytes(ring)))
+write("consumer", "length-past-prod", cons_seed(0, 255, 4, 0, 64, 0, 0, rec(0, 0)[:8].replace(b"\0", b"\x10", 1) + rec(0, 0)[8:]))
+write("consumer", "producer-rewinds", cons_seed(0, 1, 8, 0, len(three), 0, 8, three))
+write("consumer", "near-wrap-of-u64", cons_seed(0, 255, 8, 0, (2**64 - 64 + len(three)) % 2**64, 2**64 - 64, 0, three))
+ident = struct.pack("<QHHIQQQII", 0x314d52545356452e, 1, 0, 8192, RING, 64, 4096, 0, 0).ljust(64, b"\0")
+write("consumer", "raw-identity", cons_seed(1, 255, 8, 0, len(three), 0, 0, three, ident))
+
+def op(code, arg=b""):
+    return bytes([code]) + arg
+
+def u16(v): return struct.pack("<H", v)
+def u64(v): return struct.pack("<Q", v)
+
+write("producer", "emit-release", u64(0) + op(4, u16(10)) + op(4, u16(100)) + op(3) + op(4, u16(4000)) + op(2, struct.pack("<I", 1)) + op(4, u16(8)))
+write("producer", "reserve-commit-discard", u64(4096 - 64) + op(5, u16(300)) + op(6, u16(50)) + op(3) + op(5, u16(4032)))
+write("producer", "consumer-runs-ahead", u64(0) + op(4, u16(64)) + op(0, u64(1 << 40)) + op(4, u16(64)) + op(1, u64(2**64 - 1)) + op(4, u16(64)))
+write("producer", "consumer-goes-back", u64(1 << 20) + op(4, u16(1000)) + op(0, u64(0)) + op(4, u16(1000)) + op(7))
+write("producer", "too-big", u64(0) + op(4, u16(4096)) + op(5, u16(4100)))
+write("producer", "event-limit", u64(0) + op(4, u16(0)) * 20 + op(3) + op(4, u16(0)) * 20)

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Runs the test suites under a sanitizer or checker, each build in its own
+# directory so the normal build is untouched:
+#
+#   scripts/sanitize.sh asan      [SUITE...]  ASan + UBSan (build-asan)
+#   scripts/sanitize.sh tsan      [SUITE...]  TSan (build-tsan)
+#   scripts/sanitize.sh valgrind  [SUITE...]  memcheck over the normal build
+#   scripts/sanitize.sh static                cppcheck + clang-tidy on transport/
+#
+# SUITE is a suite name (test_ring) or a path; without any, each mode runs
+# its default list below. Heavy suites get smaller counts through the
+# environment (EVS_STRESS_EVENTS, EVS_CRASHLOOP_ITERS) and are left out of
+# valgrind. Exit status: non-zero when anything failed or was reported.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+shift || true
+JOBS=${JOBS:-2}
+
+# Suites present in this tree (a suite that does not exist yet is skipped).
+all_suites() { ls tests/test_*.c 2>/dev/null | sed -e 's|tests/||' -e 's|\.c$||'; }
+pick() { # pick BUILD NAME... -> paths of the suites that exist
+  local b=$1; shift
+  for s in "$@"; do
+    s=${s##*/}
+    [ -f "tests/$s.c" ] || [ -f "$b/tests/$s" ] && echo "$b/tests/$s"
+  done
+}
+except() { # except NAME... : all suites but those
+  local skip=" $* "
+  for s in $(all_suites); do [[ $skip == *" $s "* ]] || echo "$s"; done
+}
+
+build() { # build DIR CC CFLAGS
+  make --no-print-directory -s -j"$JOBS" BUILD="$1" CC="$2" CFLAGS="$3" LDFLAGS="$3" tests >/dev/null
+}
+
+case $mode in
+asan)
+  flags="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+  build build-asan "${SAN_CC:-gcc}" "$flags" || exit 1
+  suites=("$@"); [ ${#suites[@]} -gt 0 ] || suites=($(all_suites))
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:halt_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  export EVS_STRESS_EVENTS=${EVS_STRESS_EVENTS:-1000000}
+  export EVS_CRASHLOOP_ITERS=${EVS_CRASHLOOP_ITERS:-200}
+  bash scripts/run-tests.sh $(pick build-asan "${suites[@]}")
+  ;;
+tsan)
+  # the suites that run producer and consumer on different threads
+  flags="-O1 -g -fsanitize=thread -fno-omit-frame-pointer"
+  build build-tsan "${SAN_CC:-gcc}" "$flags" || exit 1
+  suites=("$@"); [ ${#suites[@]} -gt 0 ] || suites=($(except test_permissions))
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+  export EVS_STRESS_EVENTS=${EVS_STRESS_EVENTS:-1000000}
+  export EVS_CRASHLOOP_ITERS=${EVS_CRASHLOOP_ITERS:-50}
+  bash scripts/run-tests.sh $(pick build-tsan "${suites[@]}")
+  ;;
+valgrind)
+  # memcheck over the unit suites. Left out: the 10M-event stress and the
+  # kill loops (hundreds of forks; both run under ASan), and the BPF suite
+  # (its uprobe turns the probed instruction into int3, which valgrind's
+  # translated code cannot take).
+  make --no-print-directory -s -j"$JOBS" tests >/dev/null || exit 1
+  suites=("$@"); [ ${#suites[@]} -gt 0 ] || suites=($(except test_stress test_crashloop test_bpf))
+  export EVS_STRESS_EVENTS=${EVS_STRESS_EVENTS:-100000}
+  # the tests run in the suite's own process (CK_FORK=no) so that memcheck
+  # watches them. Memory errors fail any process; leaks count only in that
+  # process: the peer processes the tests fork _exit holding what their
+  # parent allocated.
+  export CK_FORK=no
+  wrap=$(mktemp -d)
+  for t in $(pick build "${suites[@]}"); do
+    cat >"$wrap/${t##*/}" <<EOT
+#!/bin/bash
+logs=\$(mktemp -d)
+valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=none \\
+  --show-leak-kinds=definite \\
+  --log-file=\$logs/%p.log "$PWD/$t" "\$@"
+rc=\$?
+for l in \$logs/*.log; do
+  if grep -qE 'ERROR SUMMARY: [1-9]' \$l; then echo "valgrind: errors in \${l##*/}"; cat \$l; fi
+  if grep -q "Parent PID: \$\$\$" \$l && grep -qE 'definitely lost: [1-9]' \$l; then
+    echo "valgrind: definite leak in the test process"; cat \$l; rc=98
+  fi
+done
+rm -rf \$logs
+exit \$rc
+EOT
+    chmod +x "$wrap/${t##*/}"
+  done
+  bash scripts/run-tests.sh "$wrap"/*
+  rc=$?
+  rm -rf "$wrap"
+  exit $rc
+  ;;
+static)
+  rc=0
+  echo "== cppcheck transport/"
+  cppcheck --quiet --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE \
+    -Iinclude -Itransport --error-exitcode=1 --inline-suppr transport/ || rc=1
+  echo "== clang-tidy transport/"
+  # not used: easily-swappable-parameters (style), implicit widening of
+  # constant page products, and the C11 Annex K "_s" advice
+  checks='-*,clang-analyzer-*,bugprone-*,-bugprone-easily-swappable-parameters'
+  checks+=',-bugprone-implicit-widening-of-multiplication-result'
+  checks+=',-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling'
+  out=$(clang-tidy --quiet -checks="$checks" --warnings-as-errors='*' transport/*.c -- \
+    -std=gnu11 -D_GNU_SOURCE -Iinclude -Itransport 2>&1) || rc=1
+  grep -vE '^[0-9]+ warnings? generated' <<<"$out"
+  [ $rc -eq 0 ] && echo "static: clean"
+  exit $rc
+  ;;
+*)
+  echo "usage: $0 asan|tsan|valgrind [SUITE...] | static" >&2
+  exit 2
+  ;;
+esac

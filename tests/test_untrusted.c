@@ -1,0 +1,595 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Untrusted shared memory, one behaviour per test.
+ *
+ * Consumer side: whatever the producer's side of the shared memory holds,
+ * the consumer gives records, -EAGAIN, -EPIPE or a sticky -EBADMSG; never a
+ * crash, an out-of-bounds read or a hang. A fake producer behind the socket
+ * hands over bad files, and the consumer refuses them.
+ *
+ * Producer side: whatever a consumer writes into its page (position,
+ * released count, wait word) or does to its wakeup fd, the producer never
+ * writes outside its ring, never overwrites unreleased records, and never
+ * blocks; the worst a consumer can cause is drops.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+#include "internal.h"
+
+#define RING 4096u
+
+struct fx {
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	struct evs_stream *s;   /* the producer's view, to play the other side */
+};
+
+static struct fx fx;
+
+static void open_pair(uint64_t max_events)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = RING, .max_events = max_events,
+		 .hugepages = EVS_HUGEPAGES_OFF);
+
+	fx.p = evs_producer__new(NULL, 1, &o);
+	ck_assert_msg(fx.p, "producer: %s", evs_errmsg());
+	fx.s = &fx.p->streams[0];
+	fx.c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(fx.c, "consumer: %s", evs_errmsg());
+}
+
+static void setup(void)
+{
+	open_pair(1024);
+}
+
+static void teardown(void)
+{
+	evs_consumer__free(fx.c);
+	evs_producer__free(fx.p);
+	memset(&fx, 0, sizeof(fx));
+}
+
+static void emit_n(int n, size_t size)
+{
+	char buf[256] = { 0 };
+
+	for (int i = 0; i < n; i++) {
+		memset(buf, 'a' + i % 26, sizeof(buf));
+		ck_assert_int_eq(evs_producer__emit(fx.p, 0, 1, buf, size), 0);
+	}
+}
+
+static struct evs_event_header *ring_hdr(uint64_t pos)
+{
+	return (struct evs_event_header *)(fx.s->data + pos % RING);
+}
+
+/* Broken is sticky for every consumer call, and stats still answer. */
+static void assert_broken(void)
+{
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_record r;
+
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), -EBADMSG);
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), -EBADMSG);
+	ck_assert_int_eq(evs_consumer__prepare_wait(fx.c), -EBADMSG);
+	ck_assert_int_eq(evs_consumer__wait(fx.c, 0), -EBADMSG);
+	ck_assert_int_eq(evs_consumer__release(fx.c), -EINVAL);
+	ck_assert_int_eq(evs_consumer__stats(fx.c, &st), 0);
+}
+
+/* ------------------------------------------------------------ consumer */
+
+START_TEST(test_consumer_rejects_record_longer_than_published)
+{
+	emit_n(1, 16);
+	ring_hdr(0)->data_size = 17 + 64; /* runs past prod_pos */
+	assert_broken();
+}
+END_TEST
+
+START_TEST(test_consumer_rejects_data_size_near_u64_max)
+{
+	emit_n(1, 16);
+	ring_hdr(0)->data_size = UINT64_MAX - 3; /* would wrap a naive len sum */
+	assert_broken();
+}
+END_TEST
+
+START_TEST(test_consumer_rejects_prod_pos_more_than_a_ring_ahead)
+{
+	emit_n(1, 16);
+	WRITE_ONCE(&fx.s->prod->prod_pos, (uint64_t)RING + 8);
+	assert_broken();
+}
+END_TEST
+
+START_TEST(test_consumer_rejects_prod_pos_going_back)
+{
+	struct evs_record r;
+
+	emit_n(3, 16);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
+		ck_assert_int_eq(evs_consumer__release(fx.c), 0);
+	}
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
+	ck_assert_int_eq(evs_consumer__release(fx.c), 0);
+	WRITE_ONCE(&fx.s->prod->prod_pos, 80); /* behind what we consumed */
+	assert_broken();
+}
+END_TEST
+
+START_TEST(test_consumer_rejects_unaligned_prod_pos)
+{
+	struct evs_record r;
+
+	emit_n(1, 16);
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
+	ck_assert_int_eq(evs_consumer__release(fx.c), 0);
+	WRITE_ONCE(&fx.s->prod->prod_pos, READ_ONCE(&fx.s->prod->prod_pos) + 12);
+	assert_broken();
+}
+END_TEST
+
+START_TEST(test_consumer_rejects_truncated_header)
+{
+	struct evs_record r;
+
+	emit_n(1, 16);
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
+	ck_assert_int_eq(evs_consumer__release(fx.c), 0);
+	/* only 32 bytes published: less than a header */
+	WRITE_ONCE(&fx.s->prod->prod_pos, READ_ONCE(&fx.s->prod->prod_pos) + 32);
+	assert_broken();
+}
+END_TEST
+
+/* The header is copied out once and checked; rewriting it afterwards
+ * changes neither the copy nor how far release moves. */
+START_TEST(test_consumer_header_copy_is_immune_to_later_writes)
+{
+	struct evs_record r, r2;
+
+	emit_n(2, 16);
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
+	ring_hdr(0)->data_size = 3000;
+	ring_hdr(0)->seq = 99;
+	ck_assert_uint_eq(r.hdr.data_size, 16);
+	ck_assert_uint_eq(r.hdr.seq, 0);
+	ck_assert_int_eq(evs_consumer__release(fx.c), 0);
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r2), 0);
+	ck_assert_uint_eq(r2.hdr.seq, 1);
+	ck_assert_uint_eq(r2.hdr.data_size, 16);
+}
+END_TEST
+
+static int release_all(void *ctx, const struct evs_record *r)
+{
+	(void)ctx;
+	(void)r;
+	return 0;
+}
+
+static void assert_within_mapping(const struct evs_record *r)
+{
+	const uint8_t *d = r->data;
+
+	ck_assert(d >= fx.c->data + EVS_RECORD_HDR);
+	ck_assert(d + r->hdr.data_size <= fx.c->data + 2 * RING);
+}
+
+/* A record that wraps, and the largest size a header may claim from the
+ * last offset, stay inside the double mapping. */
+START_TEST(test_consumer_record_never_extends_past_the_mapping)
+{
+	uint64_t len = evs_record_len(200), n = RING / len;
+	struct evs_record r;
+
+	emit_n((int)n, 200);
+	ck_assert_int_eq(evs_consumer__consume(fx.c, release_all, NULL, 0), (int)n);
+	emit_n(2, 200); /* the first of these runs past the end of the ring */
+	ck_assert_uint_gt(n * len % RING + len, RING);
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
+	assert_within_mapping(&r);
+	/* claim everything published as one payload: still inside */
+	ring_hdr(n * len)->data_size = 2 * len - EVS_RECORD_HDR;
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
+	ck_assert_uint_eq(r.hdr.data_size, 2 * len - EVS_RECORD_HDR);
+	assert_within_mapping(&r);
+	ck_assert_int_eq(evs_consumer__release(fx.c), 0);
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), -EAGAIN);
+}
+END_TEST
+
+START_TEST(test_connect_rejects_bad_magic)
+{
+	struct evs_consumer *c2;
+
+	evs_consumer__free(fx.c);
+	fx.c = NULL;
+	fx.s->prod->magic = 0x4142434445464748ULL;
+	c2 = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_ptr_null(c2);
+	ck_assert_int_eq(errno, EBADMSG);
+	/* the refused consumer did not keep the stream claimed */
+	fx.s->prod->magic = EVS_SHM_MAGIC;
+	fx.c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(fx.c, "after restoring the magic: %s", evs_errmsg());
+}
+END_TEST
+
+START_TEST(test_connect_rejects_unaligned_consumer_position)
+{
+	evs_consumer__free(fx.c);
+	fx.c = NULL;
+	WRITE_ONCE(&fx.s->cons->cons_pos, 4);
+	ck_assert_ptr_null(evs_consumer__connect(NULL, 0, NULL));
+	ck_assert_int_eq(errno, EBADMSG);
+}
+END_TEST
+
+/* --------------------------------------------------- a fake producer */
+
+/* Serves one connection on a socket of `name` with a welcome and the
+ * given fds, from a child process; returns its pid. */
+static pid_t fake_producer(const char *name, const struct evs_welcome *w, const int *fds, int nfds)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *dir = getenv("EVSTREAM_RUNTIME_DIR");
+	int lfd;
+	pid_t pid;
+
+	mkdir(dir, 0700);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", dir, name);
+	unlink(sa.sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 1), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char cbuf[CMSG_SPACE(8 * sizeof(int))] = { 0 };
+		struct iovec iov = { .iov_base = (void *)w, .iov_len = sizeof(*w) };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct evs_hello h;
+		int fd;
+
+		alarm(10); /* never outlive a broken test */
+		fd = accept(lfd, NULL, NULL);
+
+		if (fd < 0 || recv(fd, &h, sizeof(h), 0) != sizeof(h))
+			_exit(1);
+		if (nfds) {
+			struct cmsghdr *cm;
+
+			msg.msg_control = cbuf;
+			msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+			cm = CMSG_FIRSTHDR(&msg);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+			memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+		}
+		sendmsg(fd, &msg, MSG_NOSIGNAL);
+		/* stay until the consumer hangs up */
+		recv(fd, &h, 1, 0);
+		_exit(0);
+	}
+	close(lfd);
+	return pid;
+}
+
+static int memfd_of(size_t size, bool sealed)
+{
+	int fd = memfd_create("fake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
+	if (sealed)
+		ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	return fd;
+}
+
+static void write_identity(int ctl_fd, uint64_t ring, uint32_t magic_ok)
+{
+	struct evs_shm_prod *prod = mmap(NULL, EVS_CTL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+					 ctl_fd, 0);
+
+	ck_assert_ptr_ne(prod, MAP_FAILED);
+	prod->magic = magic_ok ? EVS_SHM_MAGIC : 0;
+	prod->abi_major = EVS_ABI_MAJOR;
+	prod->hdr_bytes = EVS_CTL_BYTES;
+	prod->ring_bytes = ring;
+	prod->max_events = 16;
+	prod->page_size = 4096;
+	munmap(prod, EVS_CTL_BYTES);
+}
+
+static int count_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/* Connect to a fake producer serving these fds; the errno of the failure
+ * (0 if it connected). No fd may be left behind either way. */
+static int connect_fake(const char *tag, const struct evs_welcome *w, const int *fds, int nfds)
+{
+	const char *name = evs_test_name(tag);
+	int before = count_fds(), err = 0, status;
+	struct evs_consumer *c;
+	pid_t pid;
+
+	pid = fake_producer(name, w, fds, nfds);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	c = evs_consumer__connect(name, 0, NULL);
+	if (!c)
+		err = errno;
+	evs_consumer__free(c);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fake producer failed");
+	{
+		char path[160];
+
+		snprintf(path, sizeof(path), "%s/%s.sock", getenv("EVSTREAM_RUNTIME_DIR"), name);
+		unlink(path);
+	}
+	ck_assert_int_eq(count_fds(), before - nfds);
+	return err;
+}
+
+static struct evs_welcome welcome(uint64_t ring)
+{
+	return (struct evs_welcome){ .magic = EVS_WELCOME_MAGIC, .ncores = 1, .ring_bytes = ring,
+				     .max_events = 16, .page_size = 4096 };
+}
+
+START_TEST(test_consumer_refuses_unsealed_files)
+{
+	struct evs_welcome w = welcome(RING);
+	int fds[3] = { memfd_of(EVS_CTL_BYTES, false), memfd_of(RING, false), eventfd(0, EFD_CLOEXEC) };
+
+	write_identity(fds[0], RING, 1);
+	ck_assert_int_eq(connect_fake("unsealed", &w, fds, 3), EBADMSG);
+}
+END_TEST
+
+START_TEST(test_consumer_refuses_ring_larger_than_its_file)
+{
+	struct evs_welcome w = welcome(4 * RING);
+	int fds[3] = { memfd_of(EVS_CTL_BYTES, true), memfd_of(RING, true), eventfd(0, EFD_CLOEXEC) };
+
+	write_identity(fds[0], 4 * RING, 1);
+	ck_assert_int_eq(connect_fake("short", &w, fds, 3), EBADMSG);
+}
+END_TEST
+
+START_TEST(test_consumer_refuses_bad_identity)
+{
+	struct evs_welcome w = welcome(RING);
+	int fds[3] = { memfd_of(EVS_CTL_BYTES, true), memfd_of(RING, true), eventfd(0, EFD_CLOEXEC) };
+
+	write_identity(fds[0], RING, 0);
+	ck_assert_int_eq(connect_fake("ident", &w, fds, 3), EBADMSG);
+}
+END_TEST
+
+START_TEST(test_consumer_refuses_odd_page_size)
+{
+	struct evs_welcome w = welcome(RING);
+	int fds[3] = { memfd_of(EVS_CTL_BYTES, true), memfd_of(RING, true), eventfd(0, EFD_CLOEXEC) };
+
+	w.page_size = 12345;
+	write_identity(fds[0], RING, 1);
+	ck_assert_int_eq(connect_fake("pgsz", &w, fds, 3), EBADMSG);
+}
+END_TEST
+
+START_TEST(test_consumer_closes_surplus_fds_of_a_welcome)
+{
+	struct evs_welcome w = welcome(RING);
+	int fds[6];
+
+	for (int i = 0; i < 6; i++)
+		fds[i] = eventfd(0, EFD_CLOEXEC);
+	ck_assert_int_ne(connect_fake("surplus", &w, fds, 6), 0);
+}
+END_TEST
+
+START_TEST(test_consumer_refuses_welcome_without_fds)
+{
+	struct evs_welcome w = welcome(RING);
+
+	ck_assert_int_eq(connect_fake("nofds", &w, NULL, 0), EPROTO);
+}
+END_TEST
+
+START_TEST(test_consumer_maps_out_of_range_status_to_eproto)
+{
+	struct evs_welcome w = welcome(RING);
+
+	w.status = -100000;
+	ck_assert_int_eq(connect_fake("status", &w, NULL, 0), EPROTO);
+}
+END_TEST
+
+/* ------------------------------------------------------------ producer */
+
+/* A consumer position far ahead: the producer keeps its last sane view,
+ * so the unreleased first record is never overwritten. */
+START_TEST(test_producer_ignores_consumer_position_ahead)
+{
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_event_header first;
+	char buf[100] = { 0 };
+	int ok = 0;
+
+	emit_n(1, 16);
+	memcpy(&first, ring_hdr(0), sizeof(first));
+	WRITE_ONCE(&fx.s->cons->cons_pos, 1ULL << 40);
+	for (int i = 0; i < 1000; i++)
+		ok += evs_producer__emit(fx.p, 0, 1, buf, sizeof(buf)) == 0;
+	ck_assert_int_eq(memcmp(&first, ring_hdr(0), sizeof(first)), 0);
+	ck_assert_uint_le(80 + (uint64_t)ok * evs_record_len(sizeof(buf)), RING);
+	ck_assert_int_eq(evs_producer__stats(fx.p, 0, &st), 0);
+	ck_assert_uint_eq(st.produced, st.committed + st.dropped);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_RING_FULL], 1000 - ok);
+}
+END_TEST
+
+/* A consumer position going back: the producer does not move back with
+ * it, so records it knows were read are reused, never unread ones lost. */
+START_TEST(test_producer_ignores_consumer_position_going_back)
+{
+	uint64_t len = evs_record_len(100), n = RING / len;
+	char buf[100] = { 0 };
+	int ok = 0;
+
+	emit_n((int)n, 100);
+	ck_assert_int_eq(evs_consumer__consume(fx.c, release_all, NULL, 0), (int)n);
+	/* the ring looked full: this emit reads the consumer's position */
+	ck_assert_int_eq(evs_producer__emit(fx.p, 0, 1, buf, sizeof(buf)), 0);
+	ck_assert_uint_eq(fx.s->cons_cache, n * len);
+	WRITE_ONCE(&fx.s->cons->cons_pos, 0);
+	for (int i = 0; i < 1000; i++)
+		ok += evs_producer__emit(fx.p, 0, 1, buf, sizeof(buf)) == 0;
+	ck_assert_int_eq(ok, (int)n - 1); /* a ring from the last sane position */
+	ck_assert_uint_eq(fx.s->cons_cache, n * len);
+}
+END_TEST
+
+START_TEST(test_producer_clamps_released_count)
+{
+	int ok = 0;
+
+	teardown();
+	open_pair(4);
+	emit_n(4, 8);
+	ck_assert_int_eq(evs_consumer__consume(fx.c, release_all, NULL, 0), 4);
+	ck_assert_int_eq(evs_producer__emit(fx.p, 0, 1, "x", 1), 0); /* sees released = 4 */
+	WRITE_ONCE(&fx.s->cons->released, UINT64_MAX);
+	for (int i = 0; i < 100; i++)
+		ok += evs_producer__emit(fx.p, 0, 1, "x", 1) == 0;
+	ck_assert_int_eq(ok, 3); /* the event limit still holds */
+}
+END_TEST
+
+START_TEST(test_producer_ignores_garbage_wait_word)
+{
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+
+	WRITE_ONCE(&fx.s->cons->wait, 0xdeadbeef);
+	emit_n(5, 8);
+	ck_assert_int_eq(evs_producer__stats(fx.p, 0, &st), 0);
+	ck_assert_uint_eq(st.wakeups, 0);
+	ck_assert_uint_eq(st.committed, 5);
+}
+END_TEST
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	/* the producer blocked: fail loudly instead of hanging the suite */
+	static const char msg[] = "producer blocked on a hostile consumer's wakeup fd\n";
+	ssize_t n = write(2, msg, sizeof(msg) - 1);
+
+	(void)n;
+	_exit(99);
+}
+
+/* The consumer clears O_NONBLOCK on its eventfd (the flag lives in the file
+ * description it shares with the producer), fills the counter to its limit
+ * so that one more write would wait, never reads it, and arms its wait word
+ * before every commit: the producer's kicks fail without waiting (the fd is
+ * readable anyway), and every emit returns. */
+START_TEST(test_hostile_consumer_cannot_block_producer)
+{
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	int fd = evs_consumer__fd(fx.c);
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int n = 20000;
+
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert_int_eq(fcntl(fd, F_SETFL, 0), 0);
+	{
+		uint64_t v = 0xfffffffffffffffeULL;
+
+		ck_assert_int_eq(write(fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	}
+	for (int i = 0; i < n; i++) {
+		WRITE_ONCE(&fx.s->cons->wait, EVS_WAIT_ARMED);
+		ck_assert_int_eq(evs_producer__emit(fx.p, 0, 1, "x", 1), 0);
+		WRITE_ONCE(&fx.s->cons->cons_pos, READ_ONCE(&fx.s->prod->prod_pos));
+		WRITE_ONCE(&fx.s->cons->released, (uint64_t)i + 1);
+	}
+	ck_assert_int_eq(evs_producer__stats(fx.p, 0, &st), 0);
+	ck_assert_uint_eq(st.committed, n);
+	ck_assert_uint_eq(st.wakeups, 0); /* no kick got through a full counter */
+	ck_assert_int_eq(poll(&pfd, 1, 0), 1);
+	/* a new consumer of the stream starts clean: the old count is drained
+	 * without blocking, though the consumer left the file in blocking mode */
+	ck_assert_int_eq(fcntl(fd, F_SETFL, 0), 0);
+	evs_consumer__free(fx.c);
+	fx.c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_ptr_nonnull(fx.c);
+	alarm(0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("untrusted");
+	TCase *tc = tcase_create("consumer");
+	TCase *tf = tcase_create("fake-producer");
+	TCase *tp = tcase_create("producer");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_consumer_rejects_record_longer_than_published);
+	tcase_add_test(tc, test_consumer_rejects_data_size_near_u64_max);
+	tcase_add_test(tc, test_consumer_rejects_prod_pos_more_than_a_ring_ahead);
+	tcase_add_test(tc, test_consumer_rejects_prod_pos_going_back);
+	tcase_add_test(tc, test_consumer_rejects_unaligned_prod_pos);
+	tcase_add_test(tc, test_consumer_rejects_truncated_header);
+	tcase_add_test(tc, test_consumer_header_copy_is_immune_to_later_writes);
+	tcase_add_test(tc, test_consumer_record_never_extends_past_the_mapping);
+	tcase_add_test(tc, test_connect_rejects_bad_magic);
+	tcase_add_test(tc, test_connect_rejects_unaligned_consumer_position);
+	suite_add_tcase(s, tc);
+
+	tcase_add_test(tf, test_consumer_refuses_unsealed_files);
+	tcase_add_test(tf, test_consumer_refuses_ring_larger_than_its_file);
+	tcase_add_test(tf, test_consumer_refuses_bad_identity);
+	tcase_add_test(tf, test_consumer_refuses_odd_page_size);
+	tcase_add_test(tf, test_consumer_closes_surplus_fds_of_a_welcome);
+	tcase_add_test(tf, test_consumer_refuses_welcome_without_fds);
+	tcase_add_test(tf, test_consumer_maps_out_of_range_status_to_eproto);
+	suite_add_tcase(s, tf);
+
+	tcase_add_checked_fixture(tp, setup, teardown);
+	tcase_set_timeout(tp, 30);
+	tcase_add_test(tp, test_producer_ignores_consumer_position_ahead);
+	tcase_add_test(tp, test_producer_ignores_consumer_position_going_back);
+	tcase_add_test(tp, test_producer_clamps_released_count);
+	tcase_add_test(tp, test_producer_ignores_garbage_wait_word);
+	tcase_add_test(tp, test_hostile_consumer_cannot_block_producer);
+	suite_add_tcase(s, tp);
+	return evs_run_suite(s);
+}
