@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Markdown tables from evs-bench --json output (one or more runs).
 
-    /usr/bin/python3 bench/table.py RUN.json [MORE.json ...]
+    /usr/bin/python3 bench/table.py [--main N] RUN.json [MORE.json ...]
 
-The first file gives the full tables; with several files, the targets table
-shows each run's value side by side.
+Run N (1-based, default 1) gives the full tables; with several files, the
+targets table shows each run's value side by side, in the order given.
 """
 import json
 import sys
@@ -39,8 +39,14 @@ def ns(v):
 
 
 def main():
-    runs = [json.load(open(p)) for p in sys.argv[1:]]
-    d = runs[0]
+    args = sys.argv[1:]
+    main_run = 1
+    if args[:1] == ["--main"]:
+        main_run = int(args[1])
+        args = args[2:]
+    runs = [json.load(open(p)) for p in args]
+    d = runs[main_run - 1]
+    print(f"Tables from run {main_run} of {len(runs)}.\n")
     print(f"Machine: {d['cpu']}, {d['cpus']} CPUs, Linux {d['kernel']}, clocksource {d['clocksource']}, "
           f"load at start {d['loadavg_start'].split()[0]}, ring {d['ring_bytes'] >> 20} MiB.\n")
 
