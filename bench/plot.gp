@@ -37,7 +37,7 @@ set xlabel ""
 set style data histogram
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set xtics rotate by -25 offset -2,0 font ",9"
+set xtics rotate by -25 offset -2,0 font ",9" noenhanced
 set key left top
 set format y "10^{%L}"
 plot dir."/latency.dat" using 2:xtic(1) title "p50", '' using 3 title "p90", \
