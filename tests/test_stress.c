@@ -9,7 +9,9 @@
  * and no wakeup is lost: a consumer asleep for EVS_STRESS_WAKE_MS while a
  * record is pending fails the test.
  */
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <stdatomic.h>
 
 #include "helpers.h"
@@ -191,16 +193,20 @@ static uint64_t stress_events(void)
 	return s ? strtoull(s, NULL, 10) : 10000000ull;
 }
 
+/* mode bit 0: huge pages; bit 1: the fenced wakeup (no membarrier) */
 static void run_stress(int mode)
 {
-	EVS_OPTS(evs_producer_opts, o, .ring_bytes = mode ? (2u << 20) : (256u << 10),
-		 .max_events = 4096, .hugepages = mode ? EVS_HUGEPAGES_ON : EVS_HUGEPAGES_OFF);
+	bool huge = mode & 1, fenced = mode & 2;
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = huge ? (2u << 20) : (256u << 10),
+		 .max_events = 4096, .hugepages = huge ? EVS_HUGEPAGES_ON : EVS_HUGEPAGES_OFF);
 	struct stress st = { .events = stress_events() };
 	struct evs_stream_stats ss = { .sz = sizeof(ss) };
 	pthread_t pt, ct;
 
+	if (fenced)
+		setenv("EVSTREAM_MEMBARRIER", "off", 1);
 	st.p = evs_producer__new(NULL, 1, &o);
-	if (!st.p && mode)
+	if (!st.p && huge)
 		EVS_SKIP("no huge pages (%s)", evs_errmsg());
 	ck_assert_msg(st.p, "%s", evs_errmsg());
 	st.c = evs_consumer__connect(NULL, 0, NULL);
@@ -212,8 +218,9 @@ static void run_stress(int mode)
 	ck_assert_msg(!st.error[0], "%s", st.error);
 
 	ck_assert_int_eq(evs_producer__stats(st.p, 0, &ss), 0);
-	printf("stress %s: %llu events, %llu delivered (%llu MiB), %llu dropped, "
-	       "%llu consumer sleeps, %llu wakeups, %llu stalls\n", evs_mode_name(mode),
+	printf("stress %s/%s: %llu events, %llu delivered (%llu MiB), %llu dropped, "
+	       "%llu consumer sleeps, %llu wakeups, %llu stalls\n", evs_mode_name(huge),
+	       fenced ? "fence" : "membarrier",
 	       (unsigned long long)st.events, (unsigned long long)st.delivered,
 	       (unsigned long long)(st.bytes >> 20), (unsigned long long)ss.dropped,
 	       (unsigned long long)st.sleeps, (unsigned long long)ss.wakeups,
@@ -232,6 +239,10 @@ static void run_stress(int mode)
 		struct evs_stream_stats cs = { .sz = sizeof(cs) };
 
 		ck_assert_int_eq(evs_consumer__stats(st.c, &cs), 0);
+		if (fenced)
+			ck_assert_uint_eq(cs.membarrier, 0);
+		else if (syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) & MEMBARRIER_CMD_GLOBAL_EXPEDITED)
+			ck_assert_uint_eq(cs.membarrier, 1);
 		ck_assert_uint_le(ss.wakeups, cs.arms + 1);
 		ck_assert_uint_ge(cs.arms, 1);
 		ck_assert_uint_le(cs.arms, 2 * st.sleeps + 1);
@@ -253,7 +264,7 @@ int main(void)
 	TCase *tc = tcase_create("stress");
 
 	tcase_set_timeout(tc, 600);
-	tcase_add_loop_test(tc, test_stress_two_threads_exact_accounting, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_stress_two_threads_exact_accounting, 0, 2 * EVS_MODES);
 	suite_add_tcase(s, tc);
 	return evs_run_suite(s);
 }

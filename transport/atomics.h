@@ -17,6 +17,8 @@
 #define xchg(p, v)               atomic_exchange_explicit((p), (v), memory_order_seq_cst)
 #define cmpxchg(p, oldp, v)      atomic_compare_exchange_strong_explicit((p), (oldp), (v), \
 					memory_order_seq_cst, memory_order_seq_cst)
+/* Compiler barrier: keeps program order, emits nothing. */
+#define barrier()                atomic_signal_fence(memory_order_seq_cst)
 /* Full barrier: orders an earlier store before a later load (Dekker). */
 #define smp_mb()                 atomic_thread_fence(memory_order_seq_cst)
 

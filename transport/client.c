@@ -64,7 +64,8 @@ int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int co
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[sizeof(sa.sun_path)];
 	struct evs_hello h = { .magic = EVS_HELLO_MAGIC, .abi_major = EVS_ABI_MAJOR,
-			       .abi_minor = EVS_ABI_MINOR, .core = core };
+			       .abi_minor = EVS_ABI_MINOR, .core = core,
+			       .flags = evs_membarrier_usable() ? EVS_HELLO_F_MEMBARRIER : 0 };
 	struct evs_welcome w = { 0 };
 	int fds[3] = { -1, -1, -1 }, nfds = 0;
 	int timeout = OPTS_GET(opts, timeout_ms, 0) > 0 ? opts->timeout_ms : 2000;
@@ -123,7 +124,8 @@ int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int co
 		err = evs_fail(EPROTO, "producer '%s' sent a malformed welcome", name);
 		goto err_close;
 	}
-	err = evs_consumer_init(c, fds[0], fds[1], w.ring_bytes, w.page_size, core);
+	err = evs_consumer_init(c, fds[0], fds[1], w.ring_bytes, w.page_size, core,
+				w.flags & EVS_WELCOME_F_MEMBARRIER);
 	if (err)
 		goto err_close;
 	/* the mappings hold the memory; only the eventfd is kept */

@@ -36,7 +36,7 @@ static bool size_is_sealed(int fd)
 /* Map the stream and check the producer's identity page against what the
  * handshake said; the consumer starts where the last consumer stopped. */
 int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t ring_bytes,
-		      uint64_t page_size, unsigned int core)
+		      uint64_t page_size, unsigned int core, bool membarrier)
 {
 	const struct evs_shm_prod *prod;
 	uint64_t prod_pos, cons_pos;
@@ -61,6 +61,12 @@ int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t 
 		return evs_fail(EBADMSG, "stream of core %u: bad identity (magic, ABI %u, sizes)",
 				core, abi);
 	}
+	/* a commit in flight when we were attached may have skipped its fence
+	 * under the previous consumer's rules: make its prod_pos visible */
+	if (membarrier && (err = evs_membarrier()) < 0) {
+		evs_map_detach(&c->map);
+		return evs_fail(-err, "membarrier: %s", evs_strerror(err));
+	}
 	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with stream_commit() */
 	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
 	if (prod_pos - cons_pos > ring_bytes || (prod_pos | cons_pos) % EVS_RECORD_ALIGN) {
@@ -77,6 +83,7 @@ int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t 
 	c->released = READ_ONCE(&c->map.cons->released);
 	c->core = core;
 	c->armed = true; /* evs_stream_activate() armed the wait word */
+	c->membarrier = membarrier;
 	return 0;
 }
 
@@ -280,9 +287,16 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 		}
 		WRITE_ONCE(&c->cons->wait, EVS_WAIT_ARMED);
 		c->arms++;
-		/* pairs with smp_mb() in stream_commit(): either the producer
-		 * sees ARMED, or we see its new prod_pos in consumer_fill() */
-		smp_mb();
+		/* pairs with smp_mb() in stream_commit(), or stands in for it
+		 * (membarrier.c): either the producer sees ARMED, or we see its
+		 * new prod_pos in consumer_fill() */
+		if (c->membarrier) {
+			err = evs_membarrier();
+			if (err)
+				return err;
+		} else {
+			smp_mb();
+		}
 		c->armed = true;
 		err = consumer_fill(c);
 		if (err == -EAGAIN)
@@ -346,6 +360,7 @@ EVS_API int evs_consumer__stats(const struct evs_consumer *c, struct evs_stream_
 	full.connected = 1;
 	full.producer_closed |= c->gone;
 	full.arms = c->arms;
+	full.membarrier = c->membarrier;
 	memcpy(st, &full, sz);
 	st->sz = sz;
 	return 0;
@@ -397,9 +412,9 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 			evs_registry_unlock();
 			goto err_free;
 		}
-		evs_stream_activate(s);
 		err = evs_consumer_init(c, s->backing.ctl_fd, s->backing.data_ro_fd,
-					s->backing.ring_bytes, s->backing.page_size, core);
+					s->backing.ring_bytes, s->backing.page_size, core,
+					evs_stream_activate(s, evs_membarrier_usable()));
 		if (err) {
 			evs_stream_release_claim(s);
 			evs_registry_unlock();

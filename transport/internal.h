@@ -88,6 +88,9 @@ struct evs_stream {
 	uint32_t resv_type;
 	bool timestamps;
 	int efd;
+	/* 1: full fence after publishing; 0: the consumer uses membarrier().
+	 * Set by whoever attaches a consumer, before active. */
+	_Atomic int fence;
 
 	/* Set by whoever attaches a consumer; read by the producer on emit. */
 	_Atomic int active __attribute__((aligned(EVS_CACHELINE)));
@@ -121,6 +124,7 @@ struct evs_producer {
 	struct evs_stream *streams;
 	struct evs_config cfg;
 	struct evs_server *server;
+	bool membarrier;           /* registered for MEMBARRIER_CMD_GLOBAL_EXPEDITED */
 	pid_t pid;                 /* creator: a forked child must not use it */
 	struct evs_producer *next; /* registry */
 };
@@ -133,8 +137,15 @@ EVS_HIDDEN void evs_stream_drop_flush(struct evs_stream *s);
 
 /* Attach/detach bookkeeping used by the in-process and socket paths. */
 EVS_HIDDEN int evs_stream_claim(struct evs_stream *s);
-EVS_HIDDEN void evs_stream_activate(struct evs_stream *s);
+/* consumer_membarrier: the consumer will call membarrier() when it arms.
+ * Returns true when it must (the producer then skips its fence). */
+EVS_HIDDEN bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier);
 EVS_HIDDEN void evs_stream_release_claim(struct evs_stream *s);
+
+/* ------------------------------------------------------------ membarrier */
+EVS_HIDDEN bool evs_membarrier_usable(void);   /* this process may call it */
+EVS_HIDDEN bool evs_membarrier_register(void); /* producers: skip the fence */
+EVS_HIDDEN int evs_membarrier(void);           /* consumers: 0 or -errno */
 
 /* ------------------------------------------------------------ eventfd */
 /* Write 1 / read everything, never waiting whatever the consumer did to the
@@ -161,7 +172,13 @@ struct evs_hello {
 	uint16_t abi_major;
 	uint16_t abi_minor;
 	uint32_t core;
+	/* ABI 1.1 (a 1.0 hello ends before this) */
+	uint32_t flags;          /* EVS_HELLO_F_* */
+	uint32_t pad;
 };
+#define EVS_HELLO_V10_BYTES      16
+#define EVS_HELLO_F_MEMBARRIER   0x1u /* the consumer can call membarrier() */
+#define EVS_WELCOME_F_MEMBARRIER 0x100u /* ... and must, when it arms */
 struct evs_welcome {
 	uint64_t magic;
 	int32_t status;          /* 0 or -errno */
@@ -191,6 +208,7 @@ struct evs_consumer {
 	bool armed;
 	bool kick_pending;
 	bool gone;                /* the producer socket hung up */
+	bool membarrier;          /* arm with membarrier() instead of a fence */
 	uint64_t arms;
 	uint64_t empty_peeks;
 
@@ -202,7 +220,8 @@ struct evs_consumer {
 };
 
 EVS_HIDDEN int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd,
-				 uint64_t ring_bytes, uint64_t page_size, unsigned int core);
+				 uint64_t ring_bytes, uint64_t page_size, unsigned int core,
+				 bool membarrier);
 EVS_HIDDEN int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int core,
 				  const struct evs_consumer_opts *opts);
 

@@ -31,7 +31,7 @@
 
 #define EVS_SHM_MAGIC      0x314d52545356452eULL /* ".EVSTRM1" little-endian */
 #define EVS_ABI_MAJOR      1
-#define EVS_ABI_MINOR      0
+#define EVS_ABI_MINOR      1
 #define EVS_CTL_PAGE       4096u
 #define EVS_CTL_BYTES      (2 * EVS_CTL_PAGE)
 #define EVS_CACHELINE      64

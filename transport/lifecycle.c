@@ -100,6 +100,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 	}
 	p->ncores = ncores;
 	p->pid = getpid();
+	p->membarrier = evs_membarrier_register();
 	err = evs_config_resolve(opts, &p->cfg);
 	if (err)
 		goto err_free;
@@ -194,10 +195,16 @@ int evs_stream_claim(struct evs_stream *s)
 }
 
 /* Called with the stream claimed, before the consumer can see any data. */
-void evs_stream_activate(struct evs_stream *s)
+bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
 {
+	bool use_membarrier = consumer_membarrier && s->owner->membarrier;
+
 	/* a kick left over from a previous consumer would be a spurious wakeup */
 	evs_efd_drain(s->efd);
+	/* relaxed: ordered before the producer's next emit by active below; a
+	 * commit already in flight is covered by the consumer's membarrier()
+	 * at attach (evs_consumer_init) */
+	WRITE_ONCE(&s->fence, !use_membarrier);
 	/* the consumer starts armed: the first commit wakes it, so a client
 	 * that polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
@@ -205,6 +212,7 @@ void evs_stream_activate(struct evs_stream *s)
 	smp_store_release(&s->active, 1);
 	if (EVS_PROBE_ENABLED(connect))
 		EVS_PROBE2(connect, s->core, s->owner ? s->owner->name : NULL);
+	return use_membarrier;
 }
 
 void evs_stream_release_claim(struct evs_stream *s)

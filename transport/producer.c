@@ -131,8 +131,13 @@ static void stream_commit(struct evs_stream *s)
 	 * the record is complete before its end is visible */
 	smp_store_release(&s->prod->prod_pos, s->prod_pos);
 	/* pairs with smp_mb() in evs_consumer__prepare_wait(): either the
-	 * consumer sees prod_pos above, or we see its ARMED below */
-	smp_mb();
+	 * consumer sees prod_pos above, or we see its ARMED below. A consumer
+	 * that arms with membarrier() runs this fence for us (membarrier.c);
+	 * then only the compiler must keep the store before the load. */
+	if (READ_ONCE(&s->fence))
+		smp_mb();
+	else
+		barrier();
 	/* relaxed: the fence above orders it; the xchg in the slow path decides */
 	if (unlikely(READ_ONCE(&s->cons->wait) == EVS_WAIT_ARMED))
 		stream_wake_slow(s);
@@ -247,6 +252,7 @@ EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
 	sz = st->sz < sizeof(full) ? st->sz : sizeof(full);
 	fill_stats_from_shm(s->prod, s->cons, &full);
 	full.connected = (uint32_t)READ_ONCE(&s->active);
+	full.membarrier = full.connected && !READ_ONCE(&s->fence);
 	memcpy(st, &full, sz);
 	st->sz = sz;
 	return 0;

@@ -117,8 +117,10 @@ static void serve_client(struct evs_server *srv, int fd)
 	}
 	if (poll(&pfd, 1, HANDSHAKE_TIMEOUT_MS) != 1)
 		goto drop;
+	memset(&h, 0, sizeof(h));
 	n = recv(fd, &h, sizeof(h), MSG_DONTWAIT);
-	if (n != (ssize_t)sizeof(h) || h.magic != EVS_HELLO_MAGIC) {
+	/* a 1.0 hello has no flags: such a consumer gets the fence */
+	if ((n != (ssize_t)sizeof(h) && n != EVS_HELLO_V10_BYTES) || h.magic != EVS_HELLO_MAGIC) {
 		w.status = -EPROTO;
 		goto refuse;
 	}
@@ -135,12 +137,13 @@ static void serve_client(struct evs_server *srv, int fd)
 		w.status = -EBUSY;
 		goto refuse;
 	}
-	evs_stream_activate(s);
+	w.flags = s->backing.hugetlb ? EVS_SHM_F_HUGETLB : 0;
+	if (evs_stream_activate(s, h.flags & EVS_HELLO_F_MEMBARRIER))
+		w.flags |= EVS_WELCOME_F_MEMBARRIER;
 	w.core = h.core;
 	w.ring_bytes = s->backing.ring_bytes;
 	w.max_events = p->cfg.max_events;
 	w.page_size = s->backing.page_size;
-	w.flags = s->backing.hugetlb ? EVS_SHM_F_HUGETLB : 0;
 	{
 		int fds[3] = { s->backing.ctl_fd, s->backing.data_ro_fd, s->efd };
 

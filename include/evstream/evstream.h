@@ -187,6 +187,8 @@ struct evs_stream_stats {
 	uint32_t producer_closed; /* consumer side: the producer has gone */
 	uint32_t core;
 	uint64_t arms;            /* consumer side: times it armed the wakeup (>= wakeups - 1) */
+	uint32_t membarrier;      /* 1: the producer skips its fence; the consumer arms with membarrier() */
+	uint32_t pad;
 };
 
 EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
