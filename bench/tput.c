@@ -20,8 +20,11 @@
 #include "evstream/evstream.h"
 #include "nrt/ndebug_stream.h"
 
-enum path { P_COPY, P_ZEROCOPY, P_BATCH };
-static const char *const path_names[] = { "copy", "zerocopy", "batch" };
+enum path { P_COPY, P_ZEROCOPY, P_BATCH, P_DEFERRED };
+static const char *const path_names[] = { "copy", "zerocopy", "batch", "deferred32" };
+
+/* P_DEFERRED: zero-copy records published in bursts of this many */
+#define DEFERRED_BURST 32
 
 struct tp {
 	enum path path;
@@ -71,6 +74,8 @@ static void *tp_producer(void *arg)
 
 			if (!d) {
 				if (errno == ENOBUFS) {
+					if (t->path == P_DEFERRED)
+						evs_producer__publish(t->p, 0);
 					t->full_retries++;
 					cpu_relax();
 					continue;
@@ -79,12 +84,20 @@ static void *tp_producer(void *arg)
 				break;
 			}
 			memcpy(d, t->src, t->size);
-			evs_producer__commit(t->p, 0);
+			if (t->path == P_DEFERRED) {
+				evs_producer__commit_deferred(t->p, 0);
+				if ((n + 1) % DEFERRED_BURST == 0)
+					evs_producer__publish(t->p, 0);
+			} else {
+				evs_producer__commit(t->p, 0);
+			}
 		}
 		n++;
 		if ((n & 63) == 0 && run_tick(&t->run))
 			break;
 	}
+	if (t->path == P_DEFERRED)
+		evs_producer__publish(t->p, 0);
 	run_finish(&t->run, n);
 	return NULL;
 }
@@ -129,7 +142,7 @@ static void *tp_consumer(void *arg)
 			struct pollfd pfd = { .fd = t->nrt_fd, .events = POLLIN };
 
 			poll(&pfd, 1, 1);
-		} else if (t->path == P_ZEROCOPY) {
+		} else if (t->path == P_ZEROCOPY || t->path == P_DEFERRED) {
 			int err = evs_consumer__peek(t->c, &rec);
 
 			if (err == 0) {
@@ -232,6 +245,7 @@ void tput_run(void)
 		{ P_COPY, false, false },     { P_ZEROCOPY, false, false }, { P_BATCH, false, false },
 		{ P_COPY, true, false },      { P_ZEROCOPY, true, false },  { P_BATCH, true, false },
 		{ P_ZEROCOPY, false, true },  { P_BATCH, false, true },
+		{ P_DEFERRED, false, false }, { P_DEFERRED, false, true },
 	};
 	const size_t nvariants = sizeof(variants) / sizeof(variants[0]);
 	bool huge_skipped = false;

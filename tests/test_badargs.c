@@ -162,6 +162,11 @@ static int reserve_twice(void)
 static int commit_null_producer(void) { return evs_producer__commit(NULL, 0); }
 static int commit_core_out_of_range(void) { return evs_producer__commit(fx.p, 1); }
 static int commit_without_reserve(void) { return evs_producer__commit(fx.p, 0); }
+static int commit_deferred_null_producer(void) { return evs_producer__commit_deferred(NULL, 0); }
+static int commit_deferred_core_out_of_range(void) { return evs_producer__commit_deferred(fx.p, 1); }
+static int commit_deferred_without_reserve(void) { return evs_producer__commit_deferred(fx.p, 0); }
+static int publish_null_producer(void) { return evs_producer__publish(NULL, 0); }
+static int publish_core_out_of_range(void) { return evs_producer__publish(fx.p, 1); }
 static int discard_null_producer(void) { return evs_producer__discard(NULL, 0); }
 static int discard_without_reserve(void) { return evs_producer__discard(fx.p, 0); }
 static int commit_after_discard(void)
@@ -373,6 +378,11 @@ static const struct row rows[] = {
 	ROW(commit_null_producer, -EINVAL),
 	ROW(commit_core_out_of_range, -EINVAL),
 	ROW(commit_without_reserve, -EINVAL),
+	ROW(commit_deferred_null_producer, -EINVAL),
+	ROW(commit_deferred_core_out_of_range, -EINVAL),
+	ROW(commit_deferred_without_reserve, -EINVAL),
+	ROW(publish_null_producer, -EINVAL),
+	ROW(publish_core_out_of_range, -EINVAL),
 	ROW(discard_null_producer, -EINVAL),
 	ROW(discard_without_reserve, -EINVAL),
 	ROW(commit_after_discard, -EINVAL),

@@ -464,6 +464,58 @@ START_TEST(test_ring_tensor_scalar_and_empty)
 }
 END_TEST
 
+/* Deferred records stay invisible until published, then all appear in
+ * order; a plain commit and freeing the producer publish them too. */
+START_TEST(test_ring_deferred_commit_publishes_in_order)
+{
+	struct ring r;
+	struct evs_record rec;
+	struct evs_stream_stats st;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	for (uint64_t i = 0; i < 3; i++) {
+		uint64_t *d = evs_producer__reserve(r.p, 0, 1, sizeof(*d));
+
+		ck_assert_ptr_nonnull(d);
+		*d = i;
+		ck_assert_int_eq(evs_producer__commit_deferred(r.p, 0), 0);
+	}
+	ck_assert_int_eq(evs_producer__commit_deferred(r.p, 0), -EINVAL); /* nothing reserved */
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), -EAGAIN);
+	ck_assert_int_eq(evs_consumer__prepare_wait(r.c), 0);
+	ck_assert_int_eq(evs_producer__publish(r.p, 0), 0);
+	st = stats_of(&r);
+	ck_assert_uint_eq(st.committed, 3);
+	ck_assert_uint_eq(st.wakeups, 1); /* one wake for the whole burst */
+	for (uint64_t i = 0; i < 3; i++) {
+		ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+		ck_assert_uint_eq(rec.hdr.seq, i);
+		ck_assert_uint_eq(*(const uint64_t *)rec.data, i);
+		evs_consumer__release(r.c);
+	}
+	/* a deferred record, then a plain commit: both appear */
+	ck_assert_ptr_nonnull(evs_producer__reserve(r.p, 0, 1, 8));
+	evs_producer__commit_deferred(r.p, 0);
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, "abcdefgh", 8), 0);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.seq, 3);
+	evs_consumer__release(r.c);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.seq, 4);
+	evs_consumer__release(r.c);
+	/* freeing the producer publishes what was deferred */
+	ck_assert_ptr_nonnull(evs_producer__reserve(r.p, 0, 1, 8));
+	evs_producer__commit_deferred(r.p, 0);
+	evs_producer__free(r.p);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.seq, 5);
+	evs_consumer__release(r.c);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), -EPIPE);
+	evs_consumer__free(r.c);
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
 	Suite *s = suite_create("ring");
@@ -484,6 +536,7 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_consume_batch_in_order, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_tensor_gathers_strided_view, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_tensor_scalar_and_empty, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_deferred_commit_publishes_in_order, 0, EVS_MODES);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -135,6 +135,9 @@ EVS_HIDDEN void evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause)
 EVS_HIDDEN void evs_stream_drop_burst_end(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_drop_flush(struct evs_stream *s);
 
+/* Make every committed record of the stream visible (and wake if armed). */
+EVS_HIDDEN void evs_stream_publish(struct evs_stream *s);
+
 /* Attach/detach bookkeeping used by the in-process and socket paths. */
 EVS_HIDDEN int evs_stream_claim(struct evs_stream *s);
 /* consumer_membarrier: the consumer will call membarrier() when it arms.

@@ -58,6 +58,9 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 static void stream_fini(struct evs_stream *s)
 {
 	if (s->map.prod) {
+		/* records committed with deferred publication are not lost */
+		if (READ_ONCE(&s->map.prod->prod_pos) != s->prod_pos)
+			evs_stream_publish(s);
 		evs_stream_drop_flush(s);
 		/* pairs with smp_load_acquire(&prod->state) in the consumer's empty
 		 * check: everything committed is visible once CLOSED is */

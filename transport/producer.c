@@ -104,7 +104,9 @@ static void stream_wake_slow(struct evs_stream *s)
 	}
 }
 
-static void stream_commit(struct evs_stream *s)
+/* Write the record's header and move the private position past it;
+ * nothing is visible to the consumer until stream_publish(). */
+static void stream_seal(struct evs_stream *s)
 {
 	struct evs_event_header *h = (struct evs_event_header *)(s->data + s->prod_off);
 
@@ -123,12 +125,16 @@ static void stream_commit(struct evs_stream *s)
 	if (s->prod_off >= s->cap)
 		s->prod_off -= s->cap;
 	s->resv_len = 0;
+}
 
+/* Make every sealed record visible: one release store, one wake check. */
+void evs_stream_publish(struct evs_stream *s)
+{
 	/* relaxed: stats counters, not used to find data */
 	WRITE_ONCE(&s->prod->committed, s->committed);
 	WRITE_ONCE(&s->prod->produced, s->produced);
 	/* pairs with smp_load_acquire(&prod->prod_pos) in evs_consumer__peek():
-	 * the record is complete before its end is visible */
+	 * the records are complete before their end is visible */
 	smp_store_release(&s->prod->prod_pos, s->prod_pos);
 	/* pairs with smp_mb() in evs_consumer__prepare_wait(): either the
 	 * consumer sees prod_pos above, or we see its ARMED below. A consumer
@@ -141,6 +147,12 @@ static void stream_commit(struct evs_stream *s)
 	/* relaxed: the fence above orders it; the xchg in the slow path decides */
 	if (unlikely(READ_ONCE(&s->cons->wait) == EVS_WAIT_ARMED))
 		stream_wake_slow(s);
+}
+
+static void stream_commit(struct evs_stream *s)
+{
+	stream_seal(s);
+	evs_stream_publish(s);
 }
 
 EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, uint32_t type,
@@ -167,6 +179,26 @@ EVS_API int evs_producer__commit(struct evs_producer *p, unsigned int core)
 	if (!s || !s->resv_len)
 		return -EINVAL;
 	stream_commit(s);
+	return 0;
+}
+
+EVS_API int evs_producer__commit_deferred(struct evs_producer *p, unsigned int core)
+{
+	struct evs_stream *s = stream_of(p, core);
+
+	if (!s || !s->resv_len)
+		return -EINVAL;
+	stream_seal(s);
+	return 0;
+}
+
+EVS_API int evs_producer__publish(struct evs_producer *p, unsigned int core)
+{
+	struct evs_stream *s = stream_of(p, core);
+
+	if (!s)
+		return -EINVAL;
+	evs_stream_publish(s);
 	return 0;
 }
 

@@ -167,6 +167,18 @@ EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, u
 EVS_API int evs_producer__commit(struct evs_producer *p, unsigned int core);
 EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core);
 
+/*
+ * Deferred publication: commit_deferred() finishes the reserved record like
+ * commit() but leaves it invisible; publish() makes every such record of the
+ * stream visible at once, in order. A burst of small records then costs one
+ * publication (one cache-line transfer to the consumer, one wake check)
+ * instead of one each. Records are also published by the next commit() or
+ * emit(), and when the producer is freed. Until then the consumer neither
+ * sees them nor is woken for them.
+ */
+EVS_API int evs_producer__commit_deferred(struct evs_producer *p, unsigned int core);
+EVS_API int evs_producer__publish(struct evs_producer *p, unsigned int core);
+
 /* Reports a batch of drops still held back for the drop tracepoint. */
 EVS_API int evs_producer__flush(struct evs_producer *p, unsigned int core);
 
