@@ -67,7 +67,7 @@ int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t 
 		evs_map_detach(&c->map);
 		return evs_fail(-err, "membarrier: %s", evs_strerror(err));
 	}
-	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with stream_commit() */
+	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with evs_stream_publish() */
 	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
 	if (prod_pos - cons_pos > ring_bytes || (prod_pos | cons_pos) % EVS_RECORD_ALIGN) {
 		evs_map_detach(&c->map);
@@ -108,22 +108,16 @@ static bool producer_hung_up(struct evs_consumer *c)
  * empty: cheap for it, and a dead producer is still noticed. */
 #define EMPTY_PEEKS_PER_HUP_CHECK 256
 
-/* Empty ring: tell a live producer from one that has gone. */
-static int consumer_empty(struct evs_consumer *c)
+/* Empty ring: has the producer gone (closed, or its process hung up)? */
+static bool producer_gone(struct evs_consumer *c)
 {
-	/* pairs with smp_store_release(&prod->state) in stream_fini() */
-	uint32_t state = smp_load_acquire(&c->prod->state);
-
-	if (!(state & EVS_STATE_CLOSED) && !c->gone) {
-		if (c->sock < 0 || ++c->empty_peeks % EMPTY_PEEKS_PER_HUP_CHECK || !producer_hung_up(c))
-			return -EAGAIN;
-	}
-	/* pairs with smp_store_release(&prod->prod_pos) in stream_commit():
-	 * everything committed before CLOSED (or before the producer died) is
-	 * visible now, so look once more before saying the stream has ended */
-	if (smp_load_acquire(&c->prod->prod_pos) != c->cons_pos)
-		return 1;
-	return -EPIPE;
+	/* pairs with smp_store_release(&prod->state) in stream_fini(): every
+	 * record committed before CLOSED is visible once CLOSED is */
+	if (smp_load_acquire(&c->prod->state) & EVS_STATE_CLOSED)
+		return true;
+	if (c->sock < 0)
+		return false;
+	return c->gone || (++c->empty_peeks % EMPTY_PEEKS_PER_HUP_CHECK == 0 && producer_hung_up(c));
 }
 
 /* Checks a producer position; 0 when records are pending. */
@@ -139,18 +133,16 @@ static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
 /* Returns 0 when at least one record is pending, or a negative status. */
 static int consumer_fill(struct evs_consumer *c)
 {
-	/* pairs with smp_store_release(&prod->prod_pos) in stream_commit():
+	/* pairs with smp_store_release(&prod->prod_pos) in evs_stream_publish():
 	 * records below prod_pos are complete */
 	uint64_t p = smp_load_acquire(&c->prod->prod_pos);
-	int err;
 
 	if (p != c->cons_pos)
 		return consumer_take_pos(c, p);
-	err = consumer_empty(c);
-	if (err <= 0)
-		return err;
-	/* the producer has gone and left records: look once, not in a loop,
-	 * so that a position that keeps flipping cannot hold us */
+	if (!producer_gone(c))
+		return -EAGAIN;
+	/* gone: what it committed before is visible now; look once more (not
+	 * in a loop, so that a position that keeps flipping cannot hold us) */
 	p = smp_load_acquire(&c->prod->prod_pos);
 	if (p != c->cons_pos)
 		return consumer_take_pos(c, p);
@@ -287,7 +279,7 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 		}
 		WRITE_ONCE(&c->cons->wait, EVS_WAIT_ARMED);
 		c->arms++;
-		/* pairs with smp_mb() in stream_commit(), or stands in for it
+		/* pairs with smp_mb() in evs_stream_publish(), or stands in for it
 		 * (membarrier.c): either the producer sees ARMED, or we see its
 		 * new prod_pos in consumer_fill() */
 		if (c->membarrier) {

@@ -59,7 +59,7 @@ static void stream_fini(struct evs_stream *s)
 {
 	if (s->map.prod) {
 		/* records committed with deferred publication are not lost */
-		if (READ_ONCE(&s->map.prod->prod_pos) != s->prod_pos)
+		if (s->prod)
 			evs_stream_publish(s);
 		evs_stream_drop_flush(s);
 		/* pairs with smp_load_acquire(&prod->state) in the consumer's empty
