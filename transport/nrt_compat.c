@@ -3,9 +3,11 @@
  * The runtime's debug-stream API on top of the native consumer:
  * connect / read one event / close, with NRT_STATUS codes.
  *
- * The stream fd is the consumer's eventfd. The stream it names is found in
- * a small table under a mutex (connect and close are rare; lookups are a
- * short scan).
+ * The stream fd is the consumer's eventfd. Reading an event must not take a
+ * process-wide lock (streams of different cores are read from different
+ * threads at once), so the stream is found by indexing a table with the fd:
+ * one atomic load. Connect and close, which are rare, take a mutex; so
+ * does the lookup of an fd beyond the table, kept in a short list.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,23 +17,35 @@
 #include "internal.h"
 #include "nrt/ndebug_stream.h"
 
+/* Zero pages cost nothing until a stream fd that high is used. */
+#define DIRECT_FDS 65536
+
+static _Atomic(struct evs_consumer *) by_fd[DIRECT_FDS];
+
 struct nrt_conn {
 	int fd;
 	struct evs_consumer *c;
 };
 
 static pthread_mutex_t conns_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct nrt_conn *conns;
-static size_t nconns, conns_cap;
+static struct nrt_conn *high_conns; /* fds >= DIRECT_FDS */
+static size_t nhigh, high_cap;
 
+/*
+ * The caller owns the stream until it closes it (one thread per stream), so
+ * the consumer cannot be freed under a lookup of its own fd.
+ */
 static struct evs_consumer *conn_find(int fd)
 {
 	struct evs_consumer *c = NULL;
 
+	if (fd >= 0 && fd < DIRECT_FDS)
+		/* pairs with smp_store_release(&by_fd[fd]) in conn_add() */
+		return smp_load_acquire(&by_fd[fd]);
 	pthread_mutex_lock(&conns_mutex);
-	for (size_t i = 0; i < nconns; i++)
-		if (conns[i].fd == fd) {
-			c = conns[i].c;
+	for (size_t i = 0; i < nhigh; i++)
+		if (high_conns[i].fd == fd) {
+			c = high_conns[i].c;
 			break;
 		}
 	pthread_mutex_unlock(&conns_mutex);
@@ -42,19 +56,25 @@ static int conn_add(int fd, struct evs_consumer *c)
 {
 	int err = 0;
 
+	if (fd < DIRECT_FDS) {
+		/* pairs with smp_load_acquire(&by_fd[fd]) in conn_find(): the
+		 * consumer is complete before its fd leads to it */
+		smp_store_release(&by_fd[fd], c);
+		return 0;
+	}
 	pthread_mutex_lock(&conns_mutex);
-	if (nconns == conns_cap) {
-		size_t cap = conns_cap ? conns_cap * 2 : 16;
-		struct nrt_conn *n = realloc(conns, cap * sizeof(*n));
+	if (nhigh == high_cap) {
+		size_t cap = high_cap ? high_cap * 2 : 16;
+		struct nrt_conn *n = realloc(high_conns, cap * sizeof(*n));
 
 		if (!n) {
 			err = -ENOMEM;
 			goto out;
 		}
-		conns = n;
-		conns_cap = cap;
+		high_conns = n;
+		high_cap = cap;
 	}
-	conns[nconns++] = (struct nrt_conn){ .fd = fd, .c = c };
+	high_conns[nhigh++] = (struct nrt_conn){ .fd = fd, .c = c };
 out:
 	pthread_mutex_unlock(&conns_mutex);
 	return err;
@@ -64,11 +84,14 @@ static struct evs_consumer *conn_remove(int fd)
 {
 	struct evs_consumer *c = NULL;
 
+	if (fd >= 0 && fd < DIRECT_FDS)
+		/* one owner per fd: only its closer clears it */
+		return xchg(&by_fd[fd], NULL);
 	pthread_mutex_lock(&conns_mutex);
-	for (size_t i = 0; i < nconns; i++)
-		if (conns[i].fd == fd) {
-			c = conns[i].c;
-			conns[i] = conns[--nconns];
+	for (size_t i = 0; i < nhigh; i++)
+		if (high_conns[i].fd == fd) {
+			c = high_conns[i].c;
+			high_conns[i] = high_conns[--nhigh];
 			break;
 		}
 	pthread_mutex_unlock(&conns_mutex);
