@@ -312,23 +312,45 @@ START_TEST(test_map_equals_shared_counters_after_flush)
 }
 END_TEST
 
+/* A stream whose consumer never reads and whose two slots are full: every
+ * further emit on core 0 drops as ring_full. */
+struct stalled {
+	struct evs_producer *p;
+	struct evs_consumer *c;
+};
+
+static struct stalled stalled_open(const char *tag)
+{
+	EVS_OPTS(evs_producer_opts, o, .max_events = 2, .hugepages = EVS_HUGEPAGES_OFF);
+	struct stalled s;
+
+	s.p = evs_producer__new(evs_test_name(tag), 1, &o);
+	ck_assert_msg(s.p, "%s", evs_errmsg());
+	s.c = evs_consumer__connect(evs_test_name(tag), 0, NULL);
+	ck_assert_msg(s.c, "%s", evs_errmsg());
+	emit_n(s.p, 0, 2, SMALL, 0);
+	return s;
+}
+
+static void stalled_close(struct stalled *s)
+{
+	evs_consumer__free(s->c);
+	evs_producer__free(s->p);
+}
+
 START_TEST(test_map_lags_by_less_than_a_batch_before_flush)
 {
 	const char *dir = pin_dir("lag");
-	EVS_OPTS(evs_producer_opts, o, .max_events = 2, .hugepages = EVS_HUGEPAGES_OFF);
 	struct evs_stream_stats st;
 	struct evs_drop_val v;
 	struct evs_producer *p;
-	struct evs_consumer *c;
+	struct stalled stalled;
 	struct evs_drops *d;
 
 	NEED_BPF(dir);
 	d = attach(dir);
-	p = evs_producer__new(evs_test_name("lag"), 1, &o);
-	ck_assert(p);
-	c = evs_consumer__connect(evs_test_name("lag"), 0, NULL);
-	ck_assert(c);
-	emit_n(p, 0, 2, SMALL, 0);
+	stalled = stalled_open("lag");
+	p = stalled.p;
 	emit_n(p, 0, 3000, SMALL, -ENOBUFS);
 	stats_of(p, 0, &st);
 	ck_assert_int_eq(evs_drops__lookup(d, getpid(), 0, &v), 0);
@@ -344,8 +366,7 @@ START_TEST(test_map_lags_by_less_than_a_batch_before_flush)
 	ck_assert_int_eq(evs_producer__flush(p, 0), 0);
 	ck_assert_int_eq(evs_drops__lookup(d, getpid(), 0, &v), 0);
 	ck_assert_uint_eq(v.batches, 3);
-	evs_consumer__free(c);
-	evs_producer__free(p);
+	stalled_close(&stalled);
 	evs_drops__free(d);
 	ck_assert_int_eq(evs_drops__unpin(dir), 0);
 }
@@ -354,21 +375,17 @@ END_TEST
 START_TEST(test_semaphore_is_zero_and_probe_not_hit_when_detached)
 {
 	const char *dir = pin_dir("sema");
-	EVS_OPTS(evs_producer_opts, o, .max_events = 2, .hugepages = EVS_HUGEPAGES_OFF);
 	struct evs_drops_opts ro = { .sz = sizeof(ro), .pin_dir = dir, .no_attach = 1 };
 	struct evs_stream_stats st;
 	struct evs_drop_val v;
 	struct evs_producer *p;
-	struct evs_consumer *c;
+	struct stalled stalled;
 	struct evs_drops *d;
 
 	NEED_BPF(dir);
 	ck_assert_uint_eq(drop_semaphore(), 0);
-	p = evs_producer__new(evs_test_name("sema"), 1, &o);
-	ck_assert(p);
-	c = evs_consumer__connect(evs_test_name("sema"), 0, NULL);
-	ck_assert(c);
-	emit_n(p, 0, 2, SMALL, 0);
+	stalled = stalled_open("sema");
+	p = stalled.p;
 	emit_n(p, 0, 5, SMALL, -ENOBUFS);     /* before attach: never reported */
 	ck_assert_int_eq(evs_producer__flush(p, 0), 0);
 
@@ -392,8 +409,7 @@ START_TEST(test_semaphore_is_zero_and_probe_not_hit_when_detached)
 	stats_of(p, 0, &st);
 	ck_assert_uint_eq(st.dropped, 2015);
 	evs_drops__free(d);
-	evs_consumer__free(c);
-	evs_producer__free(p);
+	stalled_close(&stalled);
 	ck_assert_int_eq(evs_drops__unpin(dir), 0);
 }
 END_TEST
@@ -401,11 +417,10 @@ END_TEST
 START_TEST(test_second_open_reuses_pinned_map_without_double_counting)
 {
 	const char *dir = pin_dir("reuse");
-	EVS_OPTS(evs_producer_opts, o, .max_events = 2, .hugepages = EVS_HUGEPAGES_OFF);
 	struct evs_drops *d1, *d2;
 	struct evs_drop_val v;
 	struct evs_producer *p;
-	struct evs_consumer *c;
+	struct stalled stalled;
 	char cmd[PATH_MAX + 256], out[4096], want[64];
 	FILE *f;
 	size_t n;
@@ -418,11 +433,8 @@ START_TEST(test_second_open_reuses_pinned_map_without_double_counting)
 	ck_assert_int_eq(evs_drops__owner_pid(d2), getpid());
 	ck_assert_uint_eq(drop_semaphore(), 1);   /* attached once */
 
-	p = evs_producer__new(evs_test_name("reuse"), 1, &o);
-	ck_assert(p);
-	c = evs_consumer__connect(evs_test_name("reuse"), 0, NULL);
-	ck_assert(c);
-	emit_n(p, 0, 2, SMALL, 0);
+	stalled = stalled_open("reuse");
+	p = stalled.p;
 	emit_n(p, 0, 10, SMALL, -ENOBUFS);
 	ck_assert_int_eq(evs_producer__flush(p, 0), 0);
 	ck_assert_int_eq(evs_drops__lookup(d2, getpid(), 0, &v), 0);
@@ -442,8 +454,7 @@ START_TEST(test_second_open_reuses_pinned_map_without_double_counting)
 	ck_assert_msg(strstr(out, "\"events\":10,"), "evs-drops output: %s", out);
 	ck_assert_uint_eq(drop_semaphore(), 1);
 
-	evs_consumer__free(c);
-	evs_producer__free(p);
+	stalled_close(&stalled);
 	evs_drops__free(d2);
 	evs_drops__free(d1);
 	ck_assert_uint_eq(drop_semaphore(), 0);

@@ -113,6 +113,106 @@ static void sync_write(int fd)
 	ck_assert_int_eq(write(fd, "x", 1), 1);
 }
 
+/* Pipes through which a test and its consumer children signal each other. */
+static int child_ready[2], child_done[2];
+
+static void open_child_pipes(void)
+{
+	ck_assert_int_eq(pipe(child_ready), 0);
+	ck_assert_int_eq(pipe(child_done), 0);
+}
+
+static bool child_says_ready(void)
+{
+	return write(child_ready[1], "r", 1) == 1;
+}
+
+static bool child_waits_done(void)
+{
+	char ch;
+
+	return read(child_done[0], &ch, 1) == 1;
+}
+
+typedef int (*consumer_child_fn)(struct evs_consumer *c);
+
+/* Fork a consumer process attached to core of producer name; it exits with
+ * child(c)'s result, or 1 if it could not connect. */
+static pid_t spawn_consumer(const char *name, unsigned int core, consumer_child_fn child)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct evs_consumer *c = evs_consumer__connect(name, core, NULL);
+
+		_exit(c ? child(c) : 1);
+	}
+	ck_assert_int_ge(pid, 0);
+	return pid;
+}
+
+static int child_reads_all(struct evs_consumer *c)
+{
+	return read_n(c, 0, N_EVENTS);
+}
+
+static int child_holds_until_done(struct evs_consumer *c)
+{
+	if (!child_says_ready() || !child_waits_done())
+		return 2;
+	evs_consumer__free(c);
+	return 0;
+}
+
+/* reads 100, then waits to be killed */
+static int child_reads_100_then_hangs(struct evs_consumer *c)
+{
+	if (read_n(c, 0, 100) || !child_says_ready())
+		return 2;
+	pause();
+	return 0;
+}
+
+/* the reconnecting consumer: 50 left unreleased by the dead one, 10 new */
+static int child_reads_leftovers_and_new(struct evs_consumer *c)
+{
+	return child_says_ready() ? read_n(c, 100, 60) : 2;
+}
+
+static int child_sleeps_until_woken(struct evs_consumer *c)
+{
+	struct pollfd pfd = { .fd = evs_consumer__fd(c), .events = POLLIN };
+
+	if (evs_consumer__prepare_wait(c) != 0 || !child_says_ready())
+		return 2;
+	if (poll(&pfd, 1, 5000) != 1)
+		return 3;
+	return read_n(c, 0, 1);
+}
+
+static int child_checks_fd_is_eventfd(struct evs_consumer *c)
+{
+	char path[64], link[64] = "";
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", evs_consumer__fd(c));
+	if (readlink(path, link, sizeof(link) - 1) < 0 || strcmp(link, "anon_inode:[eventfd]"))
+		return 2;
+	return 0;
+}
+
+/* arms, then clears O_NONBLOCK on the shared eventfd and fills its counter */
+static int child_tries_to_block_producer(struct evs_consumer *c)
+{
+	uint64_t full = 0xfffffffffffffffeull;
+	int fd = evs_consumer__fd(c);
+
+	if (evs_consumer__prepare_wait(c) != 0 || fcntl(fd, F_SETFL, 0) < 0 ||
+	    write(fd, &full, 8) != 8 || !child_says_ready())
+		return 2;
+	pause();
+	return 0;
+}
+
 START_TEST(test_xproc_consumer_child_receives_all)
 {
 	const char *name = evs_test_name("cc");
@@ -120,14 +220,7 @@ START_TEST(test_xproc_consumer_child_receives_all)
 	pid_t pid;
 
 	ck_assert_msg(p, "%s", evs_errmsg());
-	pid = fork();
-	if (pid == 0) {
-		struct evs_consumer *c = evs_consumer__connect(name, 1, NULL);
-
-		if (!c)
-			_exit(1);
-		_exit(read_n(c, 0, N_EVENTS));
-	}
+	pid = spawn_consumer(name, 1, child_reads_all);
 	ck_assert(wait_connected(p, 1, 1, 5000));
 	emit_all(p, 1, 0, N_EVENTS);
 	ck_assert_int_eq(exit_code(pid), 0);
@@ -177,27 +270,16 @@ START_TEST(test_xproc_second_consumer_is_refused)
 {
 	const char *name = evs_test_name("two");
 	struct evs_producer *p = evs_producer__new(name, 1, NULL);
-	int ready[2], done[2];
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(pipe(ready), 0);
-	ck_assert_int_eq(pipe(done), 0);
-	pid = fork();
-	if (pid == 0) {
-		struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
-		char ch;
-
-		if (!c || write(ready[1], "r", 1) != 1 || read(done[0], &ch, 1) != 1)
-			_exit(1);
-		evs_consumer__free(c);
-		_exit(0);
-	}
-	sync_read(ready[0]);
+	open_child_pipes();
+	pid = spawn_consumer(name, 0, child_holds_until_done);
+	sync_read(child_ready[0]);
 	/* another process's client holds core 0: this process cannot have it */
 	ck_assert_ptr_null(evs_consumer__connect(name, 0, NULL));
 	ck_assert_int_eq(errno, EBUSY);
-	sync_write(done[1]);
+	sync_write(child_done[1]);
 	ck_assert_int_eq(exit_code(pid), 0);
 	ck_assert(wait_connected(p, 0, 0, 5000));
 	evs_producer__free(p);
@@ -212,38 +294,21 @@ START_TEST(test_xproc_consumer_hangup_then_reconnect)
 	const char *name = evs_test_name("hup");
 	struct evs_producer *p = evs_producer__new(name, 1, NULL);
 	struct evs_stream_stats st = { .sz = sizeof(st) };
-	struct evs_consumer *c;
-	int ready[2];
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(pipe(ready), 0);
-	pid = fork();
-	if (pid == 0) {
-		c = evs_consumer__connect(name, 0, NULL);
-		if (!c || read_n(c, 0, 100) || write(ready[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
+	open_child_pipes();
+	pid = spawn_consumer(name, 0, child_reads_100_then_hangs);
 	ck_assert(wait_connected(p, 0, 1, 5000));
 	emit_all(p, 0, 0, 150); /* the child reads 100 of them */
-	sync_read(ready[0]);
+	sync_read(child_ready[0]);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
 	ck_assert_msg(wait_connected(p, 0, 0, 2000), "producer did not notice the hang-up");
 	ck_assert_int_eq(evs_producer__emit(p, 0, 3, "lost", 4), -ENOTCONN);
 
-	pid = fork();
-	if (pid == 0) {
-		/* a new consumer process: 50 records committed but never
-		 * released by the dead one, then 10 new */
-		c = evs_consumer__connect(name, 0, NULL);
-		if (!c || write(ready[1], "r", 1) != 1)
-			_exit(1);
-		_exit(read_n(c, 100, 60));
-	}
-	sync_read(ready[0]);
+	pid = spawn_consumer(name, 0, child_reads_leftovers_and_new);
+	sync_read(child_ready[0]);
 	ck_assert(wait_connected(p, 0, 1, 5000));
 	emit_all(p, 0, 150, 10);
 	ck_assert_int_eq(exit_code(pid), 0);
@@ -357,24 +422,12 @@ START_TEST(test_xproc_eventfd_wakes_other_process)
 {
 	const char *name = evs_test_name("wake");
 	struct evs_producer *p = evs_producer__new(name, 1, NULL);
-	int ready[2];
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(pipe(ready), 0);
-	pid = fork();
-	if (pid == 0) {
-		struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
-		struct pollfd pfd;
-
-		if (!c || evs_consumer__prepare_wait(c) != 0 || write(ready[1], "r", 1) != 1)
-			_exit(1);
-		pfd = (struct pollfd){ .fd = evs_consumer__fd(c), .events = POLLIN };
-		if (poll(&pfd, 1, 5000) != 1)
-			_exit(2);
-		_exit(read_n(c, 0, 1));
-	}
-	sync_read(ready[0]);
+	open_child_pipes();
+	pid = spawn_consumer(name, 0, child_sleeps_until_woken);
+	sync_read(child_ready[0]);
 	emit_all(p, 0, 0, 1);
 	ck_assert_int_eq(exit_code(pid), 0);
 	evs_producer__free(p);
@@ -389,18 +442,7 @@ START_TEST(test_xproc_stream_fd_is_an_eventfd)
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	pid = fork();
-	if (pid == 0) {
-		struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
-		char path[64], link[64] = "";
-
-		if (!c)
-			_exit(1);
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", evs_consumer__fd(c));
-		if (readlink(path, link, sizeof(link) - 1) < 0 || strcmp(link, "anon_inode:[eventfd]"))
-			_exit(2);
-		_exit(0);
-	}
+	pid = spawn_consumer(name, 0, child_checks_fd_is_eventfd);
 	ck_assert_int_eq(exit_code(pid), 0);
 	evs_producer__free(p);
 }
@@ -412,27 +454,12 @@ START_TEST(test_xproc_hostile_consumer_cannot_block_producer)
 {
 	const char *name = evs_test_name("hostile");
 	struct evs_producer *p = evs_producer__new(name, 1, NULL);
-	int ready[2];
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(pipe(ready), 0);
-	pid = fork();
-	if (pid == 0) {
-		struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
-		uint64_t full = 0xfffffffffffffffeull;
-		int fd;
-
-		if (!c)
-			_exit(1);
-		fd = evs_consumer__fd(c);
-		if (evs_consumer__prepare_wait(c) != 0 || fcntl(fd, F_SETFL, 0) < 0 ||
-		    write(fd, &full, 8) != 8 || write(ready[1], "r", 1) != 1)
-			_exit(2);
-		pause();
-		_exit(0);
-	}
-	sync_read(ready[0]);
+	open_child_pipes();
+	pid = spawn_consumer(name, 0, child_tries_to_block_producer);
+	sync_read(child_ready[0]);
 	alarm(10); /* a blocked producer fails the test by SIGALRM */
 	for (int i = 0; i < 100; i++)
 		ck_assert_int_eq(evs_producer__emit(p, 0, 3, "x", 1), 0);
