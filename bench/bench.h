@@ -135,6 +135,9 @@ void rep_lat(const char *k, const struct lat *l);
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Loud warning, always on stderr. */
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A gnuplot data file in --plot-dir, its first line header; NULL without
+ * --plot-dir (or when it cannot be written, said loudly). */
+FILE *plot_open(const char *file, const char *header);
 double ratio(double a, double b);
 
 /*

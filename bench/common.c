@@ -303,3 +303,20 @@ void warn(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\n");
 }
+
+FILE *plot_open(const char *file, const char *header)
+{
+	char path[512];
+	FILE *f;
+
+	if (!bopt.plot_dir)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%s", bopt.plot_dir, file);
+	f = fopen(path, "w");
+	if (!f) {
+		warn("cannot write %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	fprintf(f, "%s\n", header);
+	return f;
+}

@@ -123,16 +123,7 @@ void latency_run(void)
 	static const struct { bool sleep; double rate; } cases[] = {
 		{ false, 10e3 }, { false, 1e6 }, { true, 10e3 }, { true, 200e3 },
 	};
-	FILE *dat = NULL;
-
-	if (bopt.plot_dir) {
-		char path[512];
-
-		snprintf(path, sizeof(path), "%s/latency.dat", bopt.plot_dir);
-		dat = fopen(path, "w");
-		if (dat)
-			fprintf(dat, "# case p50 p90 p99 p999 max (ns)\n");
-	}
+	FILE *dat = plot_open("latency.dat", "# case p50 p90 p99 p999 max (ns)");
 	say("\n== one-way latency, 64-byte events (ns; ratios to the same run's limits)\n");
 	say("%-18s %9s %8s %8s %8s %8s %9s %9s %9s\n", "consumer@rate", "events", "p50", "p90", "p99",
 	    "p99.9", "max", "p50 x lim", "p99.9 x");

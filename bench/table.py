@@ -18,24 +18,22 @@ def fmt(v, nd=2):
     return f"{v:.{nd}f}"
 
 
-def rate(v):
+def scaled(v, units):
+    """v in the largest of units ((threshold, format), largest first) it reaches."""
     if v is None:
         return "–"
-    if v >= 1e6:
-        return f"{v / 1e6:.2f} M"
-    if v >= 1e3:
-        return f"{v / 1e3:.1f} k"
-    return f"{v:.0f}"
+    for threshold, form in units:
+        if v >= threshold:
+            return form.format(v / threshold)
+    return units[-1][1].format(v / units[-1][0])
+
+
+def rate(v):
+    return scaled(v, [(1e6, "{:.2f} M"), (1e3, "{:.1f} k"), (1, "{:.0f}")])
 
 
 def ns(v):
-    if v is None:
-        return "–"
-    if v >= 1e6:
-        return f"{v / 1e6:.2f} ms"
-    if v >= 1e3:
-        return f"{v / 1e3:.1f} µs"
-    return f"{v:.0f} ns"
+    return scaled(v, [(1e6, "{:.2f} ms"), (1e3, "{:.1f} µs"), (1, "{:.0f} ns")])
 
 
 def main():

@@ -250,17 +250,10 @@ void tput_run(void)
 	const size_t nvariants = sizeof(variants) / sizeof(variants[0]);
 	bool huge_skipped = false;
 	uint8_t *src = malloc(4 << 20);
-	FILE *dat = NULL;
+	FILE *dat = plot_open("throughput.dat",
+			      "# variant payload events_s gb_s memcpy_gb_s pipe_gb_s socket_gb_s");
 
 	memset(src, 0xa5, 4 << 20);
-	if (bopt.plot_dir) {
-		char path[512];
-
-		snprintf(path, sizeof(path), "%s/throughput.dat", bopt.plot_dir);
-		dat = fopen(path, "w");
-		if (dat)
-			fprintf(dat, "# variant payload events_s gb_s memcpy_gb_s pipe_gb_s socket_gb_s\n");
-	}
 	say("\n== throughput (ring %llu MiB); per payload the limit and the alternatives are measured\n"
 	    "   first, then each evstream path, and every ratio is to those neighbours\n",
 	    (unsigned long long)(bopt.ring_bytes >> 20));
