@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #define BENCH_CPU_PRODUCER 0
@@ -74,7 +75,9 @@ struct bench_opts {
 	const char *only;       /* run only this part */
 	const char *variant;    /* throughput: only variants containing this */
 	long payload;           /* throughput: only this payload size, -1 all */
+	int rounds;             /* throughput: rounds per payload, 1 to MAX_ROUNDS */
 };
+#define MAX_ROUNDS 9
 extern struct bench_opts bopt;
 
 /* Figures measured in this run, referred to by the ratios. */
@@ -97,6 +100,7 @@ struct limits {
 	struct lat efd_wake;               /* eventfd write -> blocked read returns */
 	struct lat efd_wake_poll;          /* eventfd write -> poll() returns */
 	struct tput pipe[NPAYLOADS], sock[NPAYLOADS];
+	struct tput bare[NPAYLOADS];       /* the bare SPSC ring (bare.c) */
 	struct lat hiccup;                 /* gaps of 2 us+ seen by a spinner on CPU 1 */
 	double hiccup_lost, hiccup_per_s;  /* fraction of time in them; how many per second */
 };
@@ -104,6 +108,8 @@ extern struct limits lim;
 
 /* Results kept for the targets summary. */
 const struct tput *tput_find(const char *variant, size_t payload);
+/* Its median ratio to the pipe, or to memcpy, within rounds; NAN if not run. */
+double tput_ratio(const char *variant, size_t payload, bool vs_memcpy);
 const struct lat *lat_find(const char *name, const struct lat **limit);
 double drops_bpf_ns(void); /* ns per drop with the eBPF program, NAN if unknown */
 
@@ -115,6 +121,7 @@ struct tput limit_memcpy(size_t size);
 void limit_line_oneway(struct lat *out);
 void limit_efd_wake(struct lat *out, bool use_poll);
 struct tput alt_measure(bool sock, size_t size);
+struct tput bare_measure(size_t size, const uint8_t *src);
 void alternatives_report(void);
 void tput_run(void);
 void latency_run(void);
@@ -133,6 +140,10 @@ void rep_raw(const char *k, const char *json);
 void rep_lat(const char *k, const struct lat *l);
 /* Human-readable line (suppressed with --json, which goes to stdout). */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A progress line on stderr when it is a terminal, overwritten by the
+ * next; progress_done() ends it. */
+void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void progress_done(void);
 /* Loud warning, always on stderr. */
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A gnuplot data file in --plot-dir, its first line header; NULL without

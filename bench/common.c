@@ -293,8 +293,32 @@ void say(const char *fmt, ...)
 	fflush(f);
 }
 
+static bool progress_shown;
+
+void progress(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr, "\r\033[K");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+	progress_shown = true;
+}
+
+void progress_done(void)
+{
+	if (progress_shown)
+		fprintf(stderr, "\r\033[K");
+	progress_shown = false;
+}
+
 void warn(const char *fmt, ...)
 {
+	progress_done();
 	va_list ap;
 
 	fprintf(stderr, "evs-bench: WARNING: ");

@@ -28,11 +28,15 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: evs-bench [--quick] [--json] [--secs S] [--ring-mb N] [--plot-dir DIR]\n"
 		"                 [--drops-json FILE] [--only limits|tput|lat|drops]\n"
-		"                 [--variant SUBSTR] [--payload BYTES]\n"
+		"                 [--variant SUBSTR] [--payload BYTES] [--rounds N]\n"
 		"  --quick        shorter runs (the `make bench` default: about a minute)\n"
 		"  --json         one JSON document on stdout; the human table goes to stderr\n"
 		"  --secs S       measured seconds per throughput point (default 0.5, quick 0.15)\n"
 		"  --ring-mb N    ring size of the throughput runs (default 64)\n"
+		"  --rounds N     throughput rounds per payload, 1 to 9 (default 3); figures\n"
+		"                 are medians, ratios medians of the ratios within a round\n"
+		"  --variant S    throughput: only the paths whose name contains S\n"
+		"  --payload B    throughput: only this payload size\n"
 		"  --plot-dir DIR write throughput.dat and latency.dat for bench/plot.gp\n"
 		"  --drops-json F fold the output of evs-bench-drops --json into the report\n");
 }
@@ -125,14 +129,6 @@ static void target(const char *name, double value, double goal, bool at_least, c
 	rep_obj_end();
 }
 
-static double tput_x(const char *variant, size_t payload, int idx, bool vs_memcpy)
-{
-	const struct tput *t = tput_find(variant, payload);
-
-	if (!t)
-		return NAN;
-	return vs_memcpy ? ratio(t->gb_s, lim.memcpy_bw[idx].gb_s) : ratio(t->ev_s, lim.pipe[idx].ev_s);
-}
 
 static void targets(void)
 {
@@ -141,10 +137,14 @@ static void targets(void)
 
 	say("\n== targets (ratios within this run)\n");
 	rep_section("targets");
-	target("64 B zero-copy events/s, x pipe", tput_x("zerocopy/normal", 64, 1, false), 50, true, "x");
-	target("64 B batch events/s, x pipe", tput_x("batch/normal", 64, 1, false), 50, true, "x");
-	target("1 MiB zero-copy GB/s, x memcpy", tput_x("zerocopy/normal", 1 << 20, 4, true), 0.8, true, "x");
-	target("1 MiB zero-copy huge pages GB/s, x memcpy", tput_x("zerocopy/huge", 1 << 20, 4, true), 0.8, true, "x");
+	target("64 B zero-copy events/s, x pipe", tput_ratio("zerocopy/normal", 64, false), 50, true, "x");
+	target("64 B batch events/s, x pipe", tput_ratio("batch/normal", 64, false), 50, true, "x");
+	target("64 B zero-copy, no timestamps, x pipe", tput_ratio("zerocopy/normal/no-ts", 64, false),
+	       50, true, "x");
+	target("64 B deferred32, no timestamps, x pipe",
+	       tput_ratio("deferred32/normal/no-ts", 64, false), 50, true, "x");
+	target("1 MiB zero-copy GB/s, x memcpy", tput_ratio("zerocopy/normal", 1 << 20, true), 0.8, true, "x");
+	target("1 MiB zero-copy huge pages GB/s, x memcpy", tput_ratio("zerocopy/huge", 1 << 20, true), 0.8, true, "x");
 	target("busy-poll p50, x cache-line one-way",
 	       busy ? ratio(busy->p50, bl->p50) : NAN, 1.5, false, "x");
 	target("busy-poll p99.9, x cache-line one-way",
@@ -162,7 +162,8 @@ int main(int argc, char **argv)
 		{ "secs", required_argument, NULL, 's' }, { "ring-mb", required_argument, NULL, 'r' },
 		{ "plot-dir", required_argument, NULL, 'p' }, { "drops-json", required_argument, NULL, 'd' },
 		{ "only", required_argument, NULL, 'o' }, { "variant", required_argument, NULL, 'v' },
-		{ "payload", required_argument, NULL, 'P' }, { "help", no_argument, NULL, 'h' },
+		{ "payload", required_argument, NULL, 'P' }, { "rounds", required_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int opt;
@@ -170,7 +171,7 @@ int main(int argc, char **argv)
 	bopt.ring_bytes = 64ull << 20;
 	bopt.secs = 0;
 	bopt.payload = -1;
-	while ((opt = getopt_long(argc, argv, "qjs:r:p:d:o:v:P:h", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "qjs:r:p:d:o:v:P:R:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'q': bopt.quick = true; break;
 		case 'j': bopt.json = true; break;
@@ -181,12 +182,20 @@ int main(int argc, char **argv)
 		case 'o': bopt.only = optarg; break;
 		case 'v': bopt.variant = optarg; break;
 		case 'P': bopt.payload = atol(optarg); break;
+		case 'R': bopt.rounds = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (bopt.secs <= 0)
 		bopt.secs = bopt.quick ? 0.15 : 0.5;
+	if (bopt.rounds == 0)
+		bopt.rounds = 3;
+	if (bopt.rounds < 1 || bopt.rounds > MAX_ROUNDS) {
+		fprintf(stderr, "evs-bench: --rounds %d is not allowed: use 1 to %d\n", bopt.rounds,
+			MAX_ROUNDS);
+		return 2;
+	}
 	if (bopt.ring_bytes < (8ull << 20)) {
 		fprintf(stderr, "evs-bench: --ring-mb must be at least 8 (4 MiB events)\n");
 		return 2;

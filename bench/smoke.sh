@@ -12,7 +12,7 @@ out=$(mktemp -d /tmp/evs-bench-smoke.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
 "$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant zerocopy/normal \
-	--plot-dir "$out" > "$out/tput.json" 2> "$out/tput.log" || { cat "$out/tput.log"; echo "FAIL: evs-bench tput"; exit 1; }
+	--rounds 2 --plot-dir "$out" > "$out/tput.json" 2> "$out/tput.log" || { cat "$out/tput.log"; echo "FAIL: evs-bench tput"; exit 1; }
 "$bin" --quick --json --only drops > "$out/drops.json" 2> "$out/drops.log" || { cat "$out/drops.log"; echo "FAIL: evs-bench drops"; exit 1; }
 
 "$py" - "$out/tput.json" "$out/drops.json" <<'PY' || exit 1
@@ -29,6 +29,8 @@ assert len(rows) == 1, rows
 r = rows[0]
 assert r["payload"] == 64 and r["events_s"] > 0 and r["x_pipe"] > 0 and r["x_memcpy"] > 0, r
 assert r["pipe_events_s"] > 0 and r["socket_events_s"] > 0, r
+assert r["rounds"] == 2 and r["bare_ring_events_s"] > 0 and r["x_bare_ring"] > 0, r
+assert r["x_pipe_min"] <= r["x_pipe"] <= r["x_pipe_max"], r
 causes = {x["cause"]: x for x in d["drops"]}
 assert set(causes) == {"no_consumer", "ring_full"}, causes
 assert all(x["ns_per_drop"] > 0 for x in causes.values())

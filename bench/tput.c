@@ -11,6 +11,7 @@
  * every cache line in place).
  */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,9 @@ struct tp {
 	struct evs_consumer *c;
 	int nrt_fd;
 	uint64_t full_retries;
-	uint64_t got;
+	/* written by the consumer on every event: on a line of its own, or
+	 * the producer's reads of the fields above would bounce with it */
+	uint64_t got __attribute__((aligned(128)));
 	struct run run;
 };
 
@@ -174,7 +177,12 @@ static void *tp_consumer(void *arg)
 }
 
 #define MAX_KEPT 64
-static struct { char name[64]; size_t payload; struct tput t; } kept[MAX_KEPT];
+static struct {
+	char name[64];
+	size_t payload;
+	struct tput t;
+	double x_pipe, x_memcpy; /* paired ratios, see report_variant() */
+} kept[MAX_KEPT];
 static int nkept;
 
 const struct tput *tput_find(const char *variant, size_t payload)
@@ -183,6 +191,14 @@ const struct tput *tput_find(const char *variant, size_t payload)
 		if (!strcmp(kept[i].name, variant) && kept[i].payload == payload)
 			return &kept[i].t;
 	return NULL;
+}
+
+double tput_ratio(const char *variant, size_t payload, bool vs_memcpy)
+{
+	for (int i = 0; i < nkept; i++)
+		if (!strcmp(kept[i].name, variant) && kept[i].payload == payload)
+			return vs_memcpy ? kept[i].x_memcpy : kept[i].x_pipe;
+	return NAN;
 }
 
 struct variant {
@@ -239,93 +255,223 @@ static int tp_one(const struct variant *v, size_t size, const uint8_t *src, stru
 	return 0;
 }
 
+/* The median of n values (n <= MAX_ROUNDS); NAN for none. */
+static double median(const double *v, int n)
+{
+	double w[MAX_ROUNDS];
+
+	if (n <= 0)
+		return NAN;
+	memcpy(w, v, sizeof(*w) * (size_t)n);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && w[j - 1] > w[j]; j--) {
+			double x = w[j];
+
+			w[j] = w[j - 1];
+			w[j - 1] = x;
+		}
+	return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+}
+
+/* Median over the rounds of a[r] / b[r]: each ratio from one round, where
+ * both sides ran next to each other. */
+static double paired_ratio(const double *a, const double *b, int n)
+{
+	double q[MAX_ROUNDS];
+
+	for (int r = 0; r < n; r++)
+		q[r] = ratio(a[r], b[r]);
+	return median(q, n);
+}
+
+static struct tput tput_of(double ev_s, size_t size)
+{
+	return (struct tput){ .ev_s = ev_s, .gb_s = ev_s * (double)size / 1e9, .ok = ev_s > 0 };
+}
+
+static const struct variant variants[] = {
+	{ P_COPY, false, false },     { P_ZEROCOPY, false, false }, { P_BATCH, false, false },
+	{ P_COPY, true, false },      { P_ZEROCOPY, true, false },  { P_BATCH, true, false },
+	{ P_ZEROCOPY, false, true },  { P_BATCH, false, true },
+	{ P_DEFERRED, false, false }, { P_DEFERRED, false, true },
+};
+#define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+/* Everything measured for one payload size, round by round. */
+struct payload_rounds {
+	double memcpy_ev[MAX_ROUNDS], pipe[MAX_ROUNDS], sock[MAX_ROUNDS], bare[MAX_ROUNDS];
+	double ev[NVARIANTS][MAX_ROUNDS];
+	bool run[NVARIANTS];
+	char skipped[NVARIANTS][128];
+	uint64_t retries[NVARIANTS], ring[NVARIANTS];
+};
+
+static void variant_name(const struct variant *v, char *name, size_t n)
+{
+	snprintf(name, n, "%s/%s%s", path_names[v->path], v->huge ? "huge" : "normal",
+		 v->no_ts ? "/no-ts" : "");
+}
+
+static bool variant_wanted(const struct variant *v, size_t size)
+{
+	char name[64];
+
+	variant_name(v, name, sizeof(name));
+	/* timestamps matter only where the per-event cost is small */
+	if (v->no_ts && size > 1024)
+		return false;
+	return !bopt.variant || strstr(name, bopt.variant);
+}
+
+/* One round: the limit and the alternatives, then every evstream path,
+ * back to back, so that a ratio compares figures taken a second apart. */
+static void measure_round(struct payload_rounds *pr, int r, size_t size, const uint8_t *src,
+			  bool *huge_skipped)
+{
+	pr->memcpy_ev[r] = size ? limit_memcpy(size).ev_s : 0;
+	pr->pipe[r] = alt_measure(false, size).ev_s;
+	pr->sock[r] = alt_measure(true, size).ev_s;
+	pr->bare[r] = bare_measure(size, src).ev_s;
+	for (size_t k = 0; k < NVARIANTS; k++) {
+		const struct variant *v = &variants[k];
+		struct tput t;
+		uint64_t retries = 0, ring = 0;
+
+		if (!variant_wanted(v, size) || pr->skipped[k][0] || (v->huge && *huge_skipped))
+			continue;
+		if (tp_one(v, size, src, &t, &retries, &ring) < 0) {
+			snprintf(pr->skipped[k], sizeof(pr->skipped[k]), "%s",
+				 evs_errmsg()[0] ? evs_errmsg() : "cannot run here");
+			*huge_skipped |= v->huge;
+			continue;
+		}
+		pr->run[k] = true;
+		pr->ev[k][r] = t.ev_s;
+		pr->retries[k] += retries;
+		pr->ring[k] = ring;
+	}
+}
+
+static void report_variant(const struct payload_rounds *pr, size_t k, int rounds, int i, size_t size,
+			   FILE *dat)
+{
+	const struct variant *v = &variants[k];
+	char name[64];
+	double ev = median(pr->ev[k], rounds);
+	struct tput t = tput_of(ev, size);
+	double xp = paired_ratio(pr->ev[k], pr->pipe, rounds);
+	double xs = paired_ratio(pr->ev[k], pr->sock, rounds);
+	double xb = paired_ratio(pr->ev[k], pr->bare, rounds);
+	/* same bytes per event on both sides: the events/s ratio is the GB/s one */
+	double xm = size ? paired_ratio(pr->ev[k], pr->memcpy_ev, rounds) : NAN;
+	double lo = INFINITY, hi = 0;
+
+	variant_name(v, name, sizeof(name));
+	for (int r = 0; r < rounds; r++) {
+		double q = ratio(pr->ev[k][r], pr->pipe[r]);
+
+		lo = q < lo ? q : lo;
+		hi = q > hi ? q : hi;
+	}
+	if (nkept < MAX_KEPT) {
+		snprintf(kept[nkept].name, sizeof(kept[nkept].name), "%s", name);
+		kept[nkept].payload = size;
+		kept[nkept].x_pipe = xp;
+		kept[nkept].x_memcpy = xm;
+		kept[nkept++].t = t;
+	}
+	say("  %-24s %8zu %13.0f %8.3f %9.2f %9.2f %9.2f %9.2f\n", name, size, t.ev_s, t.gb_s, xp, xs,
+	    xb, xm);
+	rep_obj_begin();
+	rep_str("variant", name);
+	rep_str("path", path_names[v->path]);
+	rep_str("pages", v->huge ? "huge" : "normal");
+	rep_int("timestamps", !v->no_ts);
+	rep_int("payload", size);
+	rep_int("ring_bytes", pr->ring[k]);
+	rep_int("rounds", (uint64_t)rounds);
+	rep_num("events_s", t.ev_s);
+	rep_num("gb_s", t.gb_s);
+	rep_num("x_pipe", xp);
+	rep_num("x_pipe_min", lo);
+	rep_num("x_pipe_max", hi);
+	rep_num("x_socket", xs);
+	rep_num("x_bare_ring", xb);
+	rep_num("x_memcpy", xm);
+	rep_num("memcpy_gb_s", size ? lim.memcpy_bw[i].gb_s : NAN);
+	rep_num("pipe_events_s", lim.pipe[i].ev_s);
+	rep_num("socket_events_s", lim.sock[i].ev_s);
+	rep_num("bare_ring_events_s", lim.bare[i].ev_s);
+	rep_int("ring_full_retries", pr->retries[k]);
+	rep_obj_end();
+	if (dat)
+		fprintf(dat, "%s %zu %.6g %.6g %.6g %.6g %.6g\n", name, size, t.ev_s, t.gb_s,
+			lim.memcpy_bw[i].gb_s, lim.pipe[i].gb_s, lim.sock[i].gb_s);
+}
+
+static void report_limit(const char *name, const struct tput *t, size_t size, const char *col)
+{
+	say("%-26s %8zu %13.0f %8.3f %9s %9s %9s %9s\n", name, size, t->ev_s, t->gb_s,
+	    !strcmp(col, "pipe") ? "1.00" : "", !strcmp(col, "socket") ? "1.00" : "",
+	    !strcmp(col, "bare") ? "1.00" : "", !strcmp(col, "memcpy") ? "1.00" : "");
+}
+
 void tput_run(void)
 {
-	static const struct variant variants[] = {
-		{ P_COPY, false, false },     { P_ZEROCOPY, false, false }, { P_BATCH, false, false },
-		{ P_COPY, true, false },      { P_ZEROCOPY, true, false },  { P_BATCH, true, false },
-		{ P_ZEROCOPY, false, true },  { P_BATCH, false, true },
-		{ P_DEFERRED, false, false }, { P_DEFERRED, false, true },
-	};
-	const size_t nvariants = sizeof(variants) / sizeof(variants[0]);
 	bool huge_skipped = false;
+	int rounds = bopt.rounds;
 	uint8_t *src = malloc(4 << 20);
+	struct payload_rounds *pr = malloc(sizeof(*pr));
 	FILE *dat = plot_open("throughput.dat",
 			      "# variant payload events_s gb_s memcpy_gb_s pipe_gb_s socket_gb_s");
 
+	if (!src || !pr) {
+		warn("out of memory");
+		exit(1);
+	}
 	memset(src, 0xa5, 4 << 20);
-	say("\n== throughput (ring %llu MiB); per payload the limit and the alternatives are measured\n"
-	    "   first, then each evstream path, and every ratio is to those neighbours\n",
-	    (unsigned long long)(bopt.ring_bytes >> 20));
+	say("\n== throughput (ring %llu MiB, %d rounds). Each round measures the limits and the\n"
+	    "   alternatives, then every evstream path, back to back; a figure is the median over\n"
+	    "   the rounds, a ratio the median of the ratios within each round\n",
+	    (unsigned long long)(bopt.ring_bytes >> 20), rounds);
 	rep_section("throughput");
 	for (int i = 0; i < NPAYLOADS; i++) {
 		size_t size = bench_payloads[i];
 
 		if (bopt.payload >= 0 && (size_t)bopt.payload != size)
 			continue;
-		lim.memcpy_bw[i] = limit_memcpy(size);
-		lim.pipe[i] = alt_measure(false, size);
-		lim.sock[i] = alt_measure(true, size);
-		say("\n%-22s %8s %13s %8s %9s %9s %9s\n", "payload / path/pages", "bytes", "events/s", "GB/s",
-		    "x pipe", "x socket", "x memcpy");
+		memset(pr, 0, sizeof(*pr));
+		for (int r = 0; r < rounds; r++) {
+			progress("throughput %zu B: round %d of %d", size, r + 1, rounds);
+			measure_round(pr, r, size, src, &huge_skipped);
+		}
+		progress_done();
+		lim.memcpy_bw[i] = tput_of(median(pr->memcpy_ev, rounds), size);
+		lim.pipe[i] = tput_of(median(pr->pipe, rounds), size);
+		lim.sock[i] = tput_of(median(pr->sock, rounds), size);
+		lim.bare[i] = tput_of(median(pr->bare, rounds), size);
+		say("\n%-26s %8s %13s %8s %9s %9s %9s %9s\n", "payload / path/pages", "bytes", "events/s",
+		    "GB/s", "x pipe", "x socket", "x bare", "x memcpy");
 		if (size)
-			say("%-22s %8zu %13.0f %8.3f %9s %9s %9s\n", "  limit: memcpy", size,
-			    lim.memcpy_bw[i].ev_s, lim.memcpy_bw[i].gb_s, "", "", "1.00");
-		say("%-22s %8zu %13.0f %8.3f %9s %9s %9s\n", "  alternative: pipe", size, lim.pipe[i].ev_s,
-		    lim.pipe[i].gb_s, "1.00", "", "");
-		say("%-22s %8zu %13.0f %8.3f %9s %9s %9s\n", "  alternative: socket", size, lim.sock[i].ev_s,
-		    lim.sock[i].gb_s, "", "1.00", "");
-		for (size_t k = 0; k < nvariants; k++) {
-			const struct variant *v = &variants[k];
-			uint64_t retries = 0, ring = 0;
-			char name[64];
-			struct tput t;
+			report_limit("  limit: memcpy", &lim.memcpy_bw[i], size, "memcpy");
+		report_limit("  limit: bare SPSC ring", &lim.bare[i], size, "bare");
+		report_limit("  alternative: pipe", &lim.pipe[i], size, "pipe");
+		report_limit("  alternative: socket", &lim.sock[i], size, "socket");
+		for (size_t k = 0; k < NVARIANTS; k++) {
+			if (pr->skipped[k][0]) {
+				char name[64];
 
-			snprintf(name, sizeof(name), "%s/%s%s", path_names[v->path],
-				 v->huge ? "huge" : "normal", v->no_ts ? "/no-ts" : "");
-			/* timestamps matter only where the per-event cost is small */
-			if (v->no_ts && size > 1024)
-				continue;
-			if ((bopt.variant && !strstr(name, bopt.variant)) || (v->huge && huge_skipped))
-				continue;
-			if (tp_one(v, size, src, &t, &retries, &ring) < 0) {
+				variant_name(&variants[k], name, sizeof(name));
+				warn("SKIP %s %zu B: %s", name, size, pr->skipped[k]);
 				rep_obj_begin();
 				rep_str("variant", name);
 				rep_int("payload", size);
-				rep_str("skipped", evs_errmsg());
+				rep_str("skipped", pr->skipped[k]);
 				rep_obj_end();
-				huge_skipped |= v->huge;
 				continue;
 			}
-			double xp = ratio(t.ev_s, lim.pipe[i].ev_s), xs = ratio(t.ev_s, lim.sock[i].ev_s);
-			double xm = size ? ratio(t.gb_s, lim.memcpy_bw[i].gb_s) : 0.0 / 0.0;
-
-			if (nkept < MAX_KEPT) {
-				snprintf(kept[nkept].name, sizeof(kept[nkept].name), "%s", name);
-				kept[nkept].payload = size;
-				kept[nkept++].t = t;
-			}
-			say("  %-20s %8zu %13.0f %8.3f %9.2f %9.2f %9.2f\n", name, size, t.ev_s, t.gb_s, xp, xs, xm);
-			rep_obj_begin();
-			rep_str("variant", name);
-			rep_str("path", path_names[v->path]);
-			rep_str("pages", v->huge ? "huge" : "normal");
-			rep_int("timestamps", !v->no_ts);
-			rep_int("payload", size);
-			rep_int("ring_bytes", ring);
-			rep_num("events_s", t.ev_s);
-			rep_num("gb_s", t.gb_s);
-			rep_num("x_pipe", xp);
-			rep_num("x_socket", xs);
-			rep_num("x_memcpy", xm);
-			rep_num("memcpy_gb_s", size ? lim.memcpy_bw[i].gb_s : 0.0 / 0.0);
-			rep_num("pipe_events_s", lim.pipe[i].ev_s);
-			rep_num("socket_events_s", lim.sock[i].ev_s);
-			rep_int("ring_full_retries", retries);
-			rep_obj_end();
-			if (dat)
-				fprintf(dat, "%s %zu %.6g %.6g %.6g %.6g %.6g\n", name, size, t.ev_s, t.gb_s,
-					lim.memcpy_bw[i].gb_s, lim.pipe[i].gb_s, lim.sock[i].gb_s);
+			if (pr->run[k])
+				report_variant(pr, k, rounds, i, size, dat);
 		}
 	}
 	rep_section_end();
@@ -343,5 +489,6 @@ void tput_run(void)
 	rep_section_end();
 	if (dat)
 		fclose(dat);
+	free(pr);
 	free(src);
 }
