@@ -15,6 +15,13 @@ trap 'rm -rf "$out"' EXIT
 	--rounds 2 --plot-dir "$out" > "$out/tput.json" 2> "$out/tput.log" || { cat "$out/tput.log"; echo "FAIL: evs-bench tput"; exit 1; }
 "$bin" --quick --json --only drops > "$out/drops.json" 2> "$out/drops.log" || { cat "$out/drops.log"; echo "FAIL: evs-bench drops"; exit 1; }
 
+for bad in 0 10 x 3x ""; do
+	"$bin" --rounds "$bad" --only limits > "$out/bad.log" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "rounds '$bad' is not allowed: use 1 to 9" "$out/bad.log" ||
+		{ cat "$out/bad.log"; echo "FAIL: --rounds '$bad' gave exit $rc"; exit 1; }
+done
+
 "$py" - "$out/tput.json" "$out/drops.json" <<'PY' || exit 1
 import json, sys
 t = json.load(open(sys.argv[1]))

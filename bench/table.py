@@ -63,9 +63,13 @@ def main():
         if t["variant"] not in variants:
             variants.append(t["variant"])
     by = {(t["variant"], t["payload"]): t for t in tp}
-    print("Events per second (and × the pipe carrying the same events, measured just before):\n")
-    print("| payload | pipe | Unix socket | " + " | ".join(variants) + " |")
-    print("|---" * (3 + len(variants)) + "|")
+    rounds = tp[0].get("rounds", 1) if tp else 1
+    has_bare = any("bare_ring_events_s" in t for t in tp)
+    print(f"Events per second (and × the pipe carrying the same events; median of {rounds} "
+          "round(s), each ratio taken within a round):\n")
+    print("| payload | pipe | Unix socket | " + ("bare SPSC ring | " if has_bare else "")
+          + " | ".join(variants) + " |")
+    print("|---" * (3 + has_bare + len(variants)) + "|")
     for size in SIZES:
         row = [t for t in tp if t["payload"] == size]
         if not row:
@@ -74,8 +78,19 @@ def main():
         for v in variants:
             t = by.get((v, size))
             cells.append(f"{rate(t['events_s'])} ({fmt(t['x_pipe'], 1)}×)" if t else "–")
+        bare = f"{rate(row[0]['bare_ring_events_s'])} | " if has_bare else ""
         print(f"| {SIZES[size]} | {rate(row[0]['pipe_events_s'])} | {rate(row[0]['socket_events_s'])} | "
-              + " | ".join(cells) + " |")
+              + bare + " | ".join(cells) + " |")
+    if has_bare:
+        print("\n64 B events: × pipe (lowest and highest round), and × the bare SPSC ring (what the "
+              "library costs):\n")
+        print("| path | × pipe | lowest–highest round | × bare ring |")
+        print("|---|---|---|---|")
+        for v in variants:
+            t = by.get((v, 64))
+            if t:
+                print(f"| {v} | {fmt(t['x_pipe'], 1)}× | {fmt(t['x_pipe_min'], 1)}–{fmt(t['x_pipe_max'], 1)}× | "
+                      f"{fmt(t['x_bare_ring'], 2)}× |")
     print("\nPayload GB/s (and × memcpy of the same block size over a ring-sized area, measured just before):\n")
     print("| payload | memcpy | " + " | ".join(variants) + " |")
     print("|---" * (2 + len(variants)) + "|")
@@ -114,11 +129,11 @@ def main():
 
     print("| target | goal | " + " | ".join(f"run {i + 1}" for i in range(len(runs))) + " |")
     print("|---|---|" + "---|" * len(runs))
-    for i, t in enumerate(d["targets"]):
+    for t in d["targets"]:
         cells = []
         for r in runs:
-            x = r["targets"][i]
-            cells.append(f"{fmt(x['value'])} {x['unit']} ({x['status'].replace('_', ' ')})")
+            x = next((y for y in r["targets"] if y["target"] == t["target"]), None)
+            cells.append(f"{fmt(x['value'])} {x['unit']} ({x['status'].replace('_', ' ')})" if x else "–")
         op = "≥" if "x pipe" in t["target"] or "x memcpy" in t["target"] else "≤"
         print(f"| {t['target']} | {op} {t['goal']:g} {t['unit']} | " + " | ".join(cells) + " |")
 
