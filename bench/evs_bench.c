@@ -118,7 +118,9 @@ static void target(const char *name, double value, double goal, bool at_least, c
 {
 	bool met = !isnan(value) && (at_least ? value >= goal : value <= goal);
 
-	say("  %-52s %9.2f %s  (target %s %.1f)  %s\n", name, value, unit, at_least ? ">=" : "<=", goal,
+	/* three decimals near the goal, so that 0.7996 does not print as 0.80 */
+	say("  %-52s %9.*f %s  (target %s %.1f)  %s\n", name, value < 10 ? 3 : 2, value, unit,
+	    at_least ? ">=" : "<=", goal,
 	    isnan(value) ? "NOT MEASURED" : met ? "met" : "MISSED");
 	rep_obj_begin();
 	rep_str("target", name);

@@ -133,7 +133,8 @@ def main():
         cells = []
         for r in runs:
             x = next((y for y in r["targets"] if y["target"] == t["target"]), None)
-            cells.append(f"{fmt(x['value'])} {x['unit']} ({x['status'].replace('_', ' ')})" if x else "–")
+            nd = 3 if x and x["value"] is not None and x["value"] < 10 else 2
+            cells.append(f"{fmt(x['value'], nd)} {x['unit']} ({x['status'].replace('_', ' ')})" if x else "–")
         op = "≥" if "x pipe" in t["target"] or "x memcpy" in t["target"] else "≤"
         print(f"| {t['target']} | {op} {t['goal']:g} {t['unit']} | " + " | ".join(cells) + " |")
 
