@@ -36,6 +36,11 @@ def ns(v):
     return scaled(v, [(1e6, "{:.2f} ms"), (1e3, "{:.1f} µs"), (1, "{:.0f} ns")])
 
 
+def variant_cells(by, variants, size, cell):
+    """One table cell per variant for this payload size, "–" where it did not run."""
+    return [cell(by[(v, size)]) if (v, size) in by else "–" for v in variants]
+
+
 def main():
     args = sys.argv[1:]
     main_run = 1
@@ -74,10 +79,7 @@ def main():
         row = [t for t in tp if t["payload"] == size]
         if not row:
             continue
-        cells = []
-        for v in variants:
-            t = by.get((v, size))
-            cells.append(f"{rate(t['events_s'])} ({fmt(t['x_pipe'], 1)}×)" if t else "–")
+        cells = variant_cells(by, variants, size, lambda t: f"{rate(t['events_s'])} ({fmt(t['x_pipe'], 1)}×)")
         bare = f"{rate(row[0]['bare_ring_events_s'])} | " if has_bare else ""
         print(f"| {SIZES[size]} | {rate(row[0]['pipe_events_s'])} | {rate(row[0]['socket_events_s'])} | "
               + bare + " | ".join(cells) + " |")
@@ -100,10 +102,7 @@ def main():
         row = [t for t in tp if t["payload"] == size]
         if not row:
             continue
-        cells = []
-        for v in variants:
-            t = by.get((v, size))
-            cells.append(f"{fmt(t['gb_s'], 2)} ({fmt(t['x_memcpy'], 2)}×)" if t else "–")
+        cells = variant_cells(by, variants, size, lambda t: f"{fmt(t['gb_s'], 2)} ({fmt(t['x_memcpy'], 2)}×)")
         print(f"| {SIZES[size]} | {fmt(row[0]['memcpy_gb_s'], 1)} | " + " | ".join(cells) + " |")
     print()
 
