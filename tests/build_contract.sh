@@ -26,7 +26,10 @@ stray=$(grep -vE '^(evs_|nrt_debug_client_|EVSTREAM_)' <<<"$exported" || true)
 n=$(grep -c . <<<"$exported")
 mapped=$(grep -cE '^\s+(evs_|nrt_)[a-z_]+;' transport/libevstream.map)
 [ "$n" -eq "$mapped" ] || fail "exported $n functions, the version script lists $mapped"
-nm -D "$so" | grep -q 'evs_producer__new@@EVSTREAM_1.0' || fail "symbols are not versioned EVSTREAM_1.0"
+# not `nm | grep -q`: grep quits at the first match, nm dies of SIGPIPE on
+# its next write, and pipefail turns a match into a failure
+dynsyms=$(nm -D "$so")
+grep -q 'evs_producer__new@@EVSTREAM_1.0' <<<"$dynsyms" || fail "symbols are not versioned EVSTREAM_1.0"
 echo "ok: exports exactly the $mapped API functions, versioned EVSTREAM_1.0"
 
 make -s BUILD="$tmp/gcc" install PREFIX=/opt/evstream DESTDIR="$tmp/root" >/dev/null
@@ -57,8 +60,8 @@ export PKG_CONFIG_SYSROOT_DIR="$tmp/root" PKG_CONFIG_LIBDIR="$tmp/root/opt/evstr
 # shellcheck disable=SC2046
 gcc -Wall -Werror "$tmp/app.c" -o "$tmp/app" $(pkg-config --cflags --libs evstream) \
   -Wl,-rpath,"$tmp/root/opt/evstream/lib"
-EVSTREAM_HUGEPAGES=off "$tmp/app" | grep -q 'app ok' || fail "program built against the installed tree"
+out=$(EVSTREAM_HUGEPAGES=off "$tmp/app") && grep -q 'app ok' <<<"$out" || fail "program built against the installed tree"
 gcc -Wall -Werror "$tmp/app.c" -o "$tmp/app-static" $(pkg-config --cflags evstream) \
   "$tmp/root/opt/evstream/lib/libevstream.a" -lpthread
-EVSTREAM_HUGEPAGES=off "$tmp/app-static" | grep -q 'app ok' || fail "static link"
+out=$(EVSTREAM_HUGEPAGES=off "$tmp/app-static") && grep -q 'app ok' <<<"$out" || fail "static link"
 echo "ok: a program builds and runs against the installed tree (shared and static)"
