@@ -37,6 +37,17 @@ static inline void cpu_relax(void)
 	__asm__ __volatile__("" ::: "memory");
 }
 
+/* One load per cache line of a payload: a consumer really pulls it over. */
+static inline uint64_t touch(const void *data, size_t n)
+{
+	const uint8_t *b = data;
+	uint64_t s = 0;
+
+	for (size_t i = 0; i + 8 <= n; i += 64)
+		s += *(const volatile uint64_t *)(b + i);
+	return s;
+}
+
 /* Pin the calling thread to one CPU; 0 or -errno. */
 int bench_pin(int cpu);
 /* Run a(arg_a) on the producer CPU and b(arg_b) on the consumer CPU, each
@@ -107,7 +118,6 @@ struct limits {
 extern struct limits lim;
 
 /* Results kept for the targets summary. */
-const struct tput *tput_find(const char *variant, size_t payload);
 /* Its median ratio to the pipe, or to memcpy, within rounds; NAN if not run. */
 double tput_ratio(const char *variant, size_t payload, bool vs_memcpy);
 const struct lat *lat_find(const char *name, const struct lat **limit);

@@ -43,17 +43,6 @@ struct tp {
 
 static volatile uint64_t sink;
 
-/* One load per cache line: the consumer really pulls the payload over. */
-static inline uint64_t touch(const void *data, size_t n)
-{
-	const uint8_t *b = data;
-	uint64_t s = 0;
-
-	for (size_t i = 0; i + 8 <= n; i += 64)
-		s += *(const volatile uint64_t *)(b + i);
-	return s;
-}
-
 static void *tp_producer(void *arg)
 {
 	struct tp *t = arg;
@@ -180,18 +169,9 @@ static void *tp_consumer(void *arg)
 static struct {
 	char name[64];
 	size_t payload;
-	struct tput t;
 	double x_pipe, x_memcpy; /* paired ratios, see report_variant() */
 } kept[MAX_KEPT];
 static int nkept;
-
-const struct tput *tput_find(const char *variant, size_t payload)
-{
-	for (int i = 0; i < nkept; i++)
-		if (!strcmp(kept[i].name, variant) && kept[i].payload == payload)
-			return &kept[i].t;
-	return NULL;
-}
 
 double tput_ratio(const char *variant, size_t payload, bool vs_memcpy)
 {
@@ -377,8 +357,7 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 		snprintf(kept[nkept].name, sizeof(kept[nkept].name), "%s", name);
 		kept[nkept].payload = size;
 		kept[nkept].x_pipe = xp;
-		kept[nkept].x_memcpy = xm;
-		kept[nkept++].t = t;
+		kept[nkept++].x_memcpy = xm;
 	}
 	say("  %-24s %8zu %13.0f %8.3f %9.2f %9.2f %9.2f %9.2f\n", name, size, t.ev_s, t.gb_s, xp, xs,
 	    xb, xm);
