@@ -19,7 +19,7 @@ OPT      ?= -O2
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= $(OPT) -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -Iinclude -MMD -MP
-LIB_CFLAGS := $(ALL_CFLAGS) -fPIC -fvisibility=hidden
+LIB_CFLAGS := $(ALL_CFLAGS) -fPIC -fvisibility=hidden -fno-tree-slp-vectorize
 LDLIBS_LIB := -lpthread
 
 SONAME   := libevstream.so.$(VERSION_MAJOR)

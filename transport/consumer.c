@@ -152,7 +152,7 @@ static int consumer_fill(struct evs_consumer *c)
 EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 {
 	const uint8_t *r;
-	uint64_t avail, len;
+	uint64_t avail, len, size;
 	int err;
 
 	if (unlikely(!c || !rec))
@@ -170,11 +170,16 @@ EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 			return err;
 	}
 	r = c->data + c->cons_off;
-	memcpy(&rec->hdr, r, sizeof(rec->hdr)); /* copy once, check the copy */
+	/* read the size once and check that value; it is also the one handed
+	 * out, whatever the producer writes meanwhile (the copy of the other
+	 * fields does not wait on it) */
+	size = *(const volatile uint64_t *)r;
+	memcpy(&rec->hdr, r, sizeof(rec->hdr));
+	rec->hdr.data_size = size;
 	avail = c->prod_cache - c->cons_pos;
-	if (unlikely(avail < EVS_RECORD_HDR || rec->hdr.data_size > avail - EVS_RECORD_HDR))
+	if (unlikely(avail < EVS_RECORD_HDR || size > avail - EVS_RECORD_HDR))
 		return consumer_broken(c);
-	len = evs_record_len(rec->hdr.data_size);
+	len = evs_record_len(size);
 	if (unlikely(len > avail))
 		return consumer_broken(c);
 	rec->data = r + EVS_RECORD_HDR;

@@ -44,8 +44,9 @@ static bool stream_has_room(const struct evs_stream *s, uint64_t len)
 	       s->committed - s->released_cache < s->max_events;
 }
 
-static void *stream_reserve(struct evs_stream *s, uint32_t type, uint64_t size, int *err)
+static __always_inline void *stream_reserve(struct evs_stream *s, uint32_t type, uint64_t size, int *err)
 {
+	struct evs_event_header *h;
 	uint64_t len;
 
 	if (unlikely(s->resv_len)) {
@@ -75,10 +76,15 @@ static void *stream_reserve(struct evs_stream *s, uint32_t type, uint64_t size, 
 	}
 	if (unlikely(s->burst_events))
 		evs_stream_drop_burst_end(s);
+	h = (struct evs_event_header *)(s->data + s->prod_off);
+	/* the header is ours until published: filling it in now, not at
+	 * commit, keeps size and type in registers and starts pulling the
+	 * header's line over while the caller writes the payload */
+	h->data_size = size;
+	h->type = type;
+	h->flags = 0;
 	s->resv_len = len;
-	s->resv_size = size;
-	s->resv_type = type;
-	return s->data + s->prod_off + EVS_RECORD_HDR;
+	return h + 1;
 }
 
 static uint64_t now_ns(void)
@@ -104,15 +110,13 @@ static void stream_wake_slow(struct evs_stream *s)
 	}
 }
 
-/* Write the record's header and move the private position past it;
- * nothing is visible to the consumer until stream_publish(). */
-static void stream_seal(struct evs_stream *s)
+/* Finish the record's header (stream_reserve() wrote size and type) and
+ * move the private position past it; nothing is visible to the consumer
+ * until stream_publish(). */
+static __always_inline void stream_seal(struct evs_stream *s)
 {
 	struct evs_event_header *h = (struct evs_event_header *)(s->data + s->prod_off);
 
-	h->data_size = s->resv_size;
-	h->type = s->resv_type;
-	h->flags = 0;
 	h->seq = s->produced;
 	h->timestamp_ns = s->timestamps ? now_ns() : 0;
 	/* old payload bytes are there after a wrap: reserved means zero */
@@ -128,7 +132,7 @@ static void stream_seal(struct evs_stream *s)
 }
 
 /* Make every sealed record visible: one release store, one wake check. */
-void evs_stream_publish(struct evs_stream *s)
+static __always_inline void stream_publish(struct evs_stream *s)
 {
 	/* relaxed: stats counters, not used to find data */
 	WRITE_ONCE(&s->prod->committed, s->committed);
@@ -149,10 +153,15 @@ void evs_stream_publish(struct evs_stream *s)
 		stream_wake_slow(s);
 }
 
-static void stream_commit(struct evs_stream *s)
+void evs_stream_publish(struct evs_stream *s)
+{
+	stream_publish(s);
+}
+
+static __always_inline void stream_commit(struct evs_stream *s)
 {
 	stream_seal(s);
-	evs_stream_publish(s);
+	stream_publish(s);
 }
 
 EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, uint32_t type,
@@ -198,7 +207,7 @@ EVS_API int evs_producer__publish(struct evs_producer *p, unsigned int core)
 
 	if (!s)
 		return -EINVAL;
-	evs_stream_publish(s);
+	stream_publish(s);
 	return 0;
 }
 
