@@ -134,6 +134,7 @@ struct tput alt_measure(bool sock, size_t size);
 struct tput bare_measure(size_t size, const uint8_t *src);
 void alternatives_report(void);
 void tput_run(void);
+void cost_run(void);
 void latency_run(void);
 void drops_run(void);
 void drops_bpf_fold(void);

@@ -2,7 +2,8 @@
 # `make bench` runs it (about three minutes; BENCH_ARGS=--quick: about one),
 # folds in evs-bench-drops when that exists, and draws the plots.
 BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
-              bench/tput.c bench/lat.c bench/drop_rate.c bench/bare.c
+              bench/tput.c bench/lat.c bench/drop_rate.c bench/bare.c \
+              bench/cost.c
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o)
 BENCH_BIN  := $(BUILD)/evs-bench
 BENCH_OUT  ?= $(BUILD)/bench-results

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: evs-bench [--quick] [--json] [--secs S] [--ring-mb N] [--plot-dir DIR]\n"
-		"                 [--drops-json FILE] [--only limits|tput|lat|drops]\n"
+		"                 [--drops-json FILE] [--only limits|tput|cost|lat|drops]\n"
 		"                 [--variant SUBSTR] [--payload BYTES] [--rounds N]\n"
 		"  --quick        shorter runs (about a minute in all instead of three)\n"
 		"  --json         one JSON document on stdout; the human table goes to stderr\n"
@@ -181,7 +181,15 @@ int main(int argc, char **argv)
 		case 'r': bopt.ring_bytes = strtoull(optarg, NULL, 10) << 20; break;
 		case 'p': bopt.plot_dir = optarg; break;
 		case 'd': bopt.drops_json = optarg; break;
-		case 'o': bopt.only = optarg; break;
+		case 'o':
+			if (strcmp(optarg, "limits") && strcmp(optarg, "tput") &&
+			    strcmp(optarg, "cost") && strcmp(optarg, "lat") && strcmp(optarg, "drops")) {
+				fprintf(stderr, "evs-bench: --only '%s' is not a part: use limits, tput, "
+					"cost, lat or drops\n", optarg);
+				return 2;
+			}
+			bopt.only = optarg;
+			break;
 		case 'v': bopt.variant = optarg; break;
 		case 'P': bopt.payload = atol(optarg); break;
 		case 'R': {
@@ -226,6 +234,8 @@ int main(int argc, char **argv)
 		limits_run();
 	if (PART("tput"))
 		tput_run();
+	if (PART("cost"))
+		cost_run();
 	if (PART("lat"))
 		latency_run();
 	if (PART("drops"))

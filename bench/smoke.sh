@@ -13,6 +13,7 @@ trap 'rm -rf "$out"' EXIT
 
 "$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant zerocopy/normal \
 	--rounds 2 --plot-dir "$out" > "$out/tput.json" 2> "$out/tput.log" || { cat "$out/tput.log"; echo "FAIL: evs-bench tput"; exit 1; }
+"$bin" --quick --json --only cost > "$out/cost.json" 2> "$out/cost.log" || { cat "$out/cost.log"; echo "FAIL: evs-bench cost"; exit 1; }
 "$bin" --quick --json --only drops > "$out/drops.json" 2> "$out/drops.log" || { cat "$out/drops.log"; echo "FAIL: evs-bench drops"; exit 1; }
 
 for bad in 0 10 x 3x ""; do
@@ -21,11 +22,23 @@ for bad in 0 10 x 3x ""; do
 	[ $rc -eq 2 ] && grep -q "rounds '$bad' is not allowed: use 1 to 9" "$out/bad.log" ||
 		{ cat "$out/bad.log"; echo "FAIL: --rounds '$bad' gave exit $rc"; exit 1; }
 done
+for bad in lim tputs "" all; do
+	"$bin" --only "$bad" > "$out/bad.log" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "only '$bad' is not a part: use limits, tput, cost, lat or drops" "$out/bad.log" ||
+		{ cat "$out/bad.log"; echo "FAIL: --only '$bad' gave exit $rc"; exit 1; }
+done
 
-"$py" - "$out/tput.json" "$out/drops.json" <<'PY' || exit 1
+"$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" <<'PY' || exit 1
 import json, sys
 t = json.load(open(sys.argv[1]))
 d = json.load(open(sys.argv[2]))
+c = json.load(open(sys.argv[3]))["cost"]
+assert len(c) == 1, c
+c = c[0]
+for side in ("producer", "consumer"):
+    assert c[side + "_ns"] > 0 and c["bare_" + side + "_ns"] > 0, c
+    assert abs(c["x_bare_" + side] - c[side + "_ns"] / c["bare_" + side + "_ns"]) < 1e-3 * c["x_bare_" + side], c
 for k in ("cpu", "kernel", "clocksource", "limits", "throughput", "alternatives", "memcpy"):
     assert k in t, "missing " + k
 names = {x["name"] for x in t["limits"]}
@@ -41,8 +54,10 @@ assert r["x_pipe_min"] <= r["x_pipe"] <= r["x_pipe_max"], r
 causes = {x["cause"]: x for x in d["drops"]}
 assert set(causes) == {"no_consumer", "ring_full"}, causes
 assert all(x["ns_per_drop"] > 0 for x in causes.values())
-print("ok: evs-bench report: 64 B zero-copy %.0f events/s (%.1fx pipe), drops %.1f / %.1f ns"
-      % (r["events_s"], r["x_pipe"], causes["no_consumer"]["ns_per_drop"], causes["ring_full"]["ns_per_drop"]))
+print("ok: evs-bench report: 64 B zero-copy %.0f events/s (%.1fx pipe), drops %.1f / %.1f ns, "
+      "%.1f / %.1f ns per event"
+      % (r["events_s"], r["x_pipe"], causes["no_consumer"]["ns_per_drop"], causes["ring_full"]["ns_per_drop"],
+         c["producer_ns"], c["consumer_ns"]))
 PY
 grep -q '^zerocopy/normal 64 ' "$out/throughput.dat" || { echo "FAIL: throughput.dat has no 64-byte zero-copy row"; exit 1; }
 if command -v gnuplot >/dev/null; then

@@ -106,6 +106,15 @@ def main():
         print(f"| {SIZES[size]} | {fmt(row[0]['memcpy_gb_s'], 1)} | " + " | ".join(cells) + " |")
     print()
 
+    for c in d.get("cost", []):
+        print(f"CPU time per {c['payload']} B event, one core, ring in its L2 (best of {c['passes']} passes):\n")
+        print("| | producer | consumer |")
+        print("|---|---|---|")
+        print(f"| bare SPSC ring | {fmt(c['bare_producer_ns'])} ns | {fmt(c['bare_consumer_ns'])} ns |")
+        print(f"| evstream reserve/commit, peek/release | {fmt(c['producer_ns'])} ns ({fmt(c['x_bare_producer'], 1)}×) | "
+              f"{fmt(c['consumer_ns'])} ns ({fmt(c['x_bare_consumer'], 1)}×) |")
+        print()
+
     print("| one-way latency, 64 B | events | p50 | p90 | p99 | p99.9 | max | limit p50 (just before) | p50 × limit |")
     print("|---|---|---|---|---|---|---|---|---|")
     for l in d["latency"]:
