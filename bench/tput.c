@@ -38,6 +38,7 @@ struct tp {
 	/* written by the consumer on every event: on a line of its own, or
 	 * the producer's reads of the fields above would bounce with it */
 	uint64_t got __attribute__((aligned(128)));
+	uint64_t empty;  /* peeks and consumes that found the ring empty */
 	struct run run;
 };
 
@@ -146,6 +147,7 @@ static void *tp_consumer(void *arg)
 			}
 			if (err != -EAGAIN || tp_drained(t))
 				break;
+			t->empty++;
 			cpu_relax();
 		} else {
 			/* bounded batches, so the consumer publishes and looks up */
@@ -158,6 +160,7 @@ static void *tp_consumer(void *arg)
 			}
 			if (n < 0 || tp_drained(t))
 				break;
+			t->empty++;
 			cpu_relax();
 		}
 	}
@@ -189,7 +192,7 @@ struct variant {
 
 /* -1 when the variant cannot run here (said loudly), else 0. */
 static int tp_one(const struct variant *v, size_t size, const uint8_t *src, struct tput *out,
-		  uint64_t *retries, uint64_t *ring_bytes)
+		  uint64_t *retries, uint64_t *ring_bytes, double *empty_per_event)
 {
 	EVS_OPTS(evs_producer_opts, po, .ring_bytes = bopt.ring_bytes,
 		 .max_events = bopt.ring_bytes / 64,
@@ -232,6 +235,7 @@ static int tp_one(const struct variant *v, size_t size, const uint8_t *src, stru
 	out->gb_s = out->ev_s * (double)size / 1e9;
 	out->ok = out->ev_s > 0;
 	*retries = t.full_retries;
+	*empty_per_event = t.got ? (double)t.empty / (double)t.got : NAN;
 	return 0;
 }
 
@@ -281,6 +285,7 @@ static const struct variant variants[] = {
 struct payload_rounds {
 	double memcpy_ev[MAX_ROUNDS], pipe[MAX_ROUNDS], sock[MAX_ROUNDS], bare[MAX_ROUNDS];
 	double ev[NVARIANTS][MAX_ROUNDS];
+	double empty[NVARIANTS][MAX_ROUNDS]; /* consumer found the ring empty, per event */
 	bool run[NVARIANTS];
 	char skipped[NVARIANTS][128];
 	uint64_t retries[NVARIANTS], ring[NVARIANTS];
@@ -316,10 +321,11 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 		const struct variant *v = &variants[k];
 		struct tput t;
 		uint64_t retries = 0, ring = 0;
+		double empty = NAN;
 
 		if (!variant_wanted(v, size) || pr->skipped[k][0] || (v->huge && *huge_skipped))
 			continue;
-		if (tp_one(v, size, src, &t, &retries, &ring) < 0) {
+		if (tp_one(v, size, src, &t, &retries, &ring, &empty) < 0) {
 			snprintf(pr->skipped[k], sizeof(pr->skipped[k]), "%s",
 				 evs_errmsg()[0] ? evs_errmsg() : "cannot run here");
 			*huge_skipped |= v->huge;
@@ -327,6 +333,7 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 		}
 		pr->run[k] = true;
 		pr->ev[k][r] = t.ev_s;
+		pr->empty[k][r] = empty;
 		pr->retries[k] += retries;
 		pr->ring[k] = ring;
 	}
@@ -382,6 +389,9 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	rep_num("socket_events_s", lim.sock[i].ev_s);
 	rep_num("bare_ring_events_s", lim.bare[i].ev_s);
 	rep_int("ring_full_retries", pr->retries[k]);
+	/* how closely the consumer follows: near 0 it reads from behind, near
+	 * or above 1 it waits on every record (docs/benchmarks.md) */
+	rep_num("consumer_empty_per_event", median(pr->empty[k], rounds));
 	rep_obj_end();
 	if (dat)
 		fprintf(dat, "%s %zu %.6g %.6g %.6g %.6g %.6g\n", name, size, t.ev_s, t.gb_s,
