@@ -84,6 +84,8 @@ struct evs_stream {
 	struct evs_shm_prod *prod;
 	struct evs_shm_cons *cons;
 	uint64_t resv_len;        /* record length of the open reservation, 0: none */
+	uint64_t resv_size;
+	uint32_t resv_type;
 	bool timestamps;
 	int efd;
 	/* 1: full fence after publishing; 0: the consumer uses membarrier().

@@ -46,7 +46,6 @@ static bool stream_has_room(const struct evs_stream *s, uint64_t len)
 
 static __always_inline void *stream_reserve(struct evs_stream *s, uint32_t type, uint64_t size, int *err)
 {
-	struct evs_event_header *h;
 	uint64_t len;
 
 	if (unlikely(s->resv_len)) {
@@ -76,15 +75,10 @@ static __always_inline void *stream_reserve(struct evs_stream *s, uint32_t type,
 	}
 	if (unlikely(s->burst_events))
 		evs_stream_drop_burst_end(s);
-	h = (struct evs_event_header *)(s->data + s->prod_off);
-	/* the header is ours until published: filling it in now, not at
-	 * commit, keeps size and type in registers and starts pulling the
-	 * header's line over while the caller writes the payload */
-	h->data_size = size;
-	h->type = type;
-	h->flags = 0;
 	s->resv_len = len;
-	return h + 1;
+	s->resv_size = size;
+	s->resv_type = type;
+	return s->data + s->prod_off + EVS_RECORD_HDR;
 }
 
 static uint64_t now_ns(void)
@@ -110,13 +104,18 @@ static void stream_wake_slow(struct evs_stream *s)
 	}
 }
 
-/* Finish the record's header (stream_reserve() wrote size and type) and
- * move the private position past it; nothing is visible to the consumer
- * until stream_publish(). */
+/* Write the record's header and move the private position past it;
+ * nothing is visible to the consumer until stream_publish(). All of the
+ * header is written here, at once: a consumer waiting for this record
+ * polls (and prefetches) this line, and stores split between reserve and
+ * commit would hand it over twice. */
 static __always_inline void stream_seal(struct evs_stream *s)
 {
 	struct evs_event_header *h = (struct evs_event_header *)(s->data + s->prod_off);
 
+	h->data_size = s->resv_size;
+	h->type = s->resv_type;
+	h->flags = 0;
 	h->seq = s->produced;
 	h->timestamp_ns = s->timestamps ? now_ns() : 0;
 	/* old payload bytes are there after a wrap: reserved means zero */
