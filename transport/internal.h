@@ -145,6 +145,15 @@ EVS_HIDDEN int evs_stream_claim(struct evs_stream *s);
 EVS_HIDDEN bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier);
 EVS_HIDDEN void evs_stream_release_claim(struct evs_stream *s);
 
+/* ------------------------------------------------------------ stats */
+/* The caller's struct is at least as large as the 1.0 one (up to core). */
+EVS_HIDDEN bool evs_stats_size_ok(const struct evs_stream_stats *st);
+/* Everything the shared pages say (the fields only one side knows are 0). */
+EVS_HIDDEN void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
+				   struct evs_stream_stats *st);
+/* Hand out as much of full as the caller's (possibly older, smaller) struct holds. */
+EVS_HIDDEN void evs_stats_copy_out(struct evs_stream_stats *st, const struct evs_stream_stats *full);
+
 /* ------------------------------------------------------------ membarrier */
 EVS_HIDDEN bool evs_membarrier_usable(void);   /* this process may call it */
 EVS_HIDDEN bool evs_membarrier_register(void); /* producers: skip the fence */

@@ -42,13 +42,13 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 			     s->backing.page_size, true);
 	if (err)
 		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
+	s->prod = s->map.prod;
+	s->cons = s->map.cons;
+	s->data = s->map.data;
 	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->efd < 0)
 		return evs_fail(errno, "eventfd for core %u: %s", core, evs_strerror(errno));
 	stream_init_shared(s, p);
-	s->prod = s->map.prod;
-	s->cons = s->map.cons;
-	s->data = s->map.data;
 	s->cap = s->backing.ring_bytes;
 	s->max_events = p->cfg.max_events;
 	s->timestamps = timestamps;
@@ -57,14 +57,13 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 
 static void stream_fini(struct evs_stream *s)
 {
-	if (s->map.prod) {
+	if (s->prod) {
 		/* records committed with deferred publication are not lost */
-		if (s->prod)
-			evs_stream_publish(s);
+		evs_stream_publish(s);
 		evs_stream_drop_flush(s);
 		/* pairs with smp_load_acquire(&prod->state) in the consumer's empty
 		 * check: everything committed is visible once CLOSED is */
-		smp_store_release(&s->map.prod->state, EVS_STATE_CLOSED);
+		smp_store_release(&s->prod->state, EVS_STATE_CLOSED);
 	}
 	/* wake a sleeping consumer so that it sees CLOSED */
 	if (s->efd >= 0) {

@@ -255,53 +255,18 @@ EVS_API unsigned int evs_producer__ncores(const struct evs_producer *p)
 	return p ? p->ncores : 0;
 }
 
-static void fill_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
-				struct evs_stream_stats *st)
-{
-	uint64_t dropped = 0;
-
-	st->produced = READ_ONCE(&prod->produced);
-	st->committed = READ_ONCE(&prod->committed);
-	for (int i = 0; i < EVS_DROP_CAUSE_COUNT; i++) {
-		st->dropped_events[i] = READ_ONCE(&prod->dropped_events[i]);
-		st->dropped_bytes[i] = READ_ONCE(&prod->dropped_bytes[i]);
-		dropped += st->dropped_events[i];
-	}
-	st->dropped = dropped;
-	st->released = READ_ONCE(&cons->released);
-	st->wakeups = READ_ONCE(&prod->wakeups);
-	st->ring_bytes = prod->ring_bytes;
-	st->max_events = prod->max_events;
-	st->page_size = prod->page_size;
-	st->hugepages = !!(prod->flags & EVS_SHM_F_HUGETLB);
-	st->core = prod->core;
-	st->producer_closed = !!(READ_ONCE(&prod->state) & EVS_STATE_CLOSED);
-}
-
 /* Stats are read from the shared page so any thread may call this. */
 EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
 				struct evs_stream_stats *st)
 {
 	const struct evs_stream *s = stream_of(p, core);
-	struct evs_stream_stats full = { .sz = sizeof(full) };
-	size_t sz;
+	struct evs_stream_stats full;
 
-	if (!s || !st || st->sz < offsetof(struct evs_stream_stats, core) + sizeof(st->core))
+	if (!s || !evs_stats_size_ok(st))
 		return -EINVAL;
-	/* an older, smaller struct gets the fields it knows */
-	sz = st->sz < sizeof(full) ? st->sz : sizeof(full);
-	fill_stats_from_shm(s->prod, s->cons, &full);
+	evs_stats_from_shm(s->prod, s->cons, &full);
 	full.connected = (uint32_t)READ_ONCE(&s->active);
 	full.membarrier = full.connected && !READ_ONCE(&s->fence);
-	memcpy(st, &full, sz);
-	st->sz = sz;
+	evs_stats_copy_out(st, &full);
 	return 0;
-}
-
-EVS_HIDDEN void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
-				   struct evs_stream_stats *st);
-void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
-			struct evs_stream_stats *st)
-{
-	fill_stats_from_shm(prod, cons, st);
 }

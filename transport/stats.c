@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* Stream statistics, read from the shared pages, for either side. */
+#include <string.h>
+
+#include "internal.h"
+
+bool evs_stats_size_ok(const struct evs_stream_stats *st)
+{
+	return st && st->sz >= offsetof(struct evs_stream_stats, core) + sizeof(st->core);
+}
+
+void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
+			struct evs_stream_stats *st)
+{
+	uint64_t dropped = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->sz = sizeof(*st);
+	st->produced = READ_ONCE(&prod->produced);
+	st->committed = READ_ONCE(&prod->committed);
+	for (int i = 0; i < EVS_DROP_CAUSE_COUNT; i++) {
+		st->dropped_events[i] = READ_ONCE(&prod->dropped_events[i]);
+		st->dropped_bytes[i] = READ_ONCE(&prod->dropped_bytes[i]);
+		dropped += st->dropped_events[i];
+	}
+	st->dropped = dropped;
+	st->released = READ_ONCE(&cons->released);
+	st->wakeups = READ_ONCE(&prod->wakeups);
+	st->ring_bytes = prod->ring_bytes;
+	st->max_events = prod->max_events;
+	st->page_size = prod->page_size;
+	st->hugepages = !!(prod->flags & EVS_SHM_F_HUGETLB);
+	st->core = prod->core;
+	st->producer_closed = !!(READ_ONCE(&prod->state) & EVS_STATE_CLOSED);
+}
+
+void evs_stats_copy_out(struct evs_stream_stats *st, const struct evs_stream_stats *full)
+{
+	size_t sz = st->sz < sizeof(*full) ? st->sz : sizeof(*full);
+
+	memcpy(st, full, sz);
+	st->sz = sz;
+}
