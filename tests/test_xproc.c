@@ -331,6 +331,7 @@ static void producer_dies(bool crash)
 	int ready[2], go[2];
 	struct evs_consumer *c;
 	struct evs_record rec;
+	struct evs_stream_stats st = { .sz = sizeof(st) };
 	pid_t pid;
 
 	ck_assert_int_eq(pipe(ready), 0);
@@ -359,6 +360,10 @@ static void producer_dies(bool crash)
 	ck_assert_int_eq(read_n(c, 0, 500), 0);
 	ck_assert_int_eq(evs_consumer__wait(c, 2000), -EPIPE);
 	ck_assert_int_eq(evs_consumer__peek(c, &rec), -EPIPE);
+	/* the stats tell a clean close from a death */
+	ck_assert_int_eq(evs_consumer__stats(c, &st), 0);
+	ck_assert_uint_eq(st.producer_closed, !crash);
+	ck_assert_uint_eq(st.producer_died, crash);
 	evs_consumer__free(c);
 }
 

@@ -352,7 +352,8 @@ EVS_API int evs_consumer__stats(const struct evs_consumer *c, struct evs_stream_
 	evs_stats_from_shm(c->prod, c->cons, &full);
 	full.released = c->released;
 	full.connected = 1;
-	full.producer_closed |= c->gone;
+	/* gone: the socket hung up; without CLOSED that is a death */
+	full.producer_died = c->gone && !full.producer_closed;
 	full.arms = c->arms;
 	full.membarrier = c->membarrier;
 	evs_stats_copy_out(st, &full);

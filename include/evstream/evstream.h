@@ -196,11 +196,11 @@ struct evs_stream_stats {
 	uint64_t page_size;       /* backing page size: 4096 or 2 MiB */
 	uint32_t hugepages;       /* 1: backed by huge pages */
 	uint32_t connected;       /* producer side: a consumer is attached */
-	uint32_t producer_closed; /* consumer side: the producer has gone */
+	uint32_t producer_closed; /* the producer closed the stream (evs_producer__free) */
 	uint32_t core;
 	uint64_t arms;            /* consumer side: times it armed the wakeup (>= wakeups - 1) */
 	uint32_t membarrier;      /* 1: the producer skips its fence; the consumer arms with membarrier() */
-	uint32_t pad;
+	uint32_t producer_died;   /* consumer side: its process hung up without closing */
 };
 
 EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
