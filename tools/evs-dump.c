@@ -36,10 +36,10 @@ enum { TOK_SIGNAL = 1, TOK_TICK, TOK_DEADLINE, TOK_STREAM = 16 };
 struct stream {
 	unsigned int core;
 	struct evs_consumer *c;
-	int efd, hup_fd;
+	int efd;
+	int hup_fd;          /* producer socket, -1 once it hung up (or none) */
 	bool runnable;       /* records may be pending: not asleep in epoll */
-	bool hup;            /* the producer's socket hung up */
-	bool died;           /* hung up without closing its streams */
+	bool died;           /* the stream ended because its producer died */
 	bool done;           /* ended (drained, or broken) */
 	bool broken;         /* the ring was corrupt: the stream was given up */
 	uint64_t drain_left; /* when stopping: records still to take */
@@ -198,7 +198,7 @@ static void stream_end(struct dumper *d, struct stream *s)
 	s->done = true;
 	s->runnable = false;
 	epoll_ctl(d->ep, EPOLL_CTL_DEL, s->efd, NULL);
-	if (s->hup_fd >= 0 && !s->hup)
+	if (s->hup_fd >= 0)
 		epoll_ctl(d->ep, EPOLL_CTL_DEL, s->hup_fd, NULL);
 	d->live--;
 }
@@ -207,6 +207,21 @@ static bool limit_reached(const struct dumper *d)
 {
 	return (d->max_events && d->w.events >= d->max_events) ||
 	       (d->max_bytes && d->w.bytes >= d->max_bytes);
+}
+
+/* The ring is drained and will stay so (-EPIPE: closed, or its producer
+ * died), or it is corrupt. */
+static void stream_finish(struct dumper *d, struct stream *s, int err)
+{
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+
+	if (err == -EPIPE) {
+		s->died = !evs_consumer__stats(s->c, &st) && st.producer_died;
+	} else {
+		fprintf(stderr, "evs-dump: core %u: stream broken: %s\n", s->core, evs_strerror(err));
+		s->broken = true;
+	}
+	stream_end(d, s);
 }
 
 /*
@@ -245,33 +260,17 @@ static bool stream_drain(struct dumper *d, struct stream *s)
 				s->runnable = false;
 				return false;
 			}
-			if (s->hup) {
-				/* CLOSED is set before the socket closes on a clean exit */
-				struct evs_stream_stats st = { .sz = sizeof(st) };
-
-				if (!evs_consumer__stats(s->c, &st) && !st.producer_closed)
-					s->died = true;
-				/* lets the library see the hang-up: -EPIPE once drained */
-				err = evs_consumer__wait(s->c, 0);
-				if (err == 0)
-					continue;
-				if (err == -ETIMEDOUT)
-					err = -EPIPE;
-			} else {
-				err = evs_consumer__prepare_wait(s->c);
-				if (err == 0) {
-					s->runnable = false; /* asleep until the eventfd fires */
-					return false;
-				}
-				if (err == -EAGAIN)
-					continue;
+			/* polls the producer's socket too: a hang-up gives -EPIPE
+			 * once the ring is drained */
+			err = evs_consumer__prepare_wait(s->c);
+			if (err == 0) {
+				s->runnable = false; /* asleep until the eventfd fires */
+				return false;
 			}
+			if (err == -EAGAIN)
+				continue;
 		}
-		if (err != -EPIPE) {
-			fprintf(stderr, "evs-dump: core %u: stream broken: %s\n", s->core, evs_strerror(err));
-			s->broken = true;
-		}
-		stream_end(d, s);
+		stream_finish(d, s, err);
 		return false;
 	}
 	return true;
@@ -351,9 +350,10 @@ static int run(struct dumper *d)
 				if (s->done)
 					continue;
 				if ((tok - TOK_STREAM) & 1) {
-					/* the producer went away: stop watching, drain */
+					/* the producer went away: stop watching (it stays
+					 * readable); draining then meets -EPIPE */
 					epoll_ctl(d->ep, EPOLL_CTL_DEL, s->hup_fd, NULL);
-					s->hup = true;
+					s->hup_fd = -1;
 				}
 				if (!d->draining)
 					s->runnable = true;
