@@ -224,53 +224,72 @@ static void stream_finish(struct dumper *d, struct stream *s, int err)
 	stream_end(d, s);
 }
 
+/* One turn of a stream, for the consume() callback. */
+struct turn {
+	struct dumper *d;
+	struct stream *s;
+	int err;             /* dump_writer_record() failed: stop */
+};
+
+static int turn_record(void *ctx, const struct evs_record *rec)
+{
+	struct turn *t = ctx;
+
+	t->err = dump_writer_record(&t->d->w, t->s->core, &rec->hdr, rec->data);
+	return t->err || limit_reached(t->d);
+}
+
 /*
- * Take up to BATCH records. Returns true when the stream may still hold
- * records (come back without sleeping).
+ * Take up to BATCH records (consume() publishes our position every 32, not
+ * every record). Returns true when the stream may still hold records (come
+ * back without sleeping).
  */
 static bool stream_drain(struct dumper *d, struct stream *s)
 {
-	struct evs_record rec;
-	int err;
+	struct turn t = { .d = d, .s = s };
+	size_t budget = BATCH;
 
-	for (int k = 0; k < BATCH; k++) {
-		if (d->draining && !s->drain_left) {
-			s->runnable = false;
-			return false;
-		}
-		err = evs_consumer__peek(s->c, &rec);
-		if (err == 0) {
-			err = dump_writer_record(&d->w, s->core, &rec.hdr, rec.data);
-			evs_consumer__release(s->c);
-			if (d->draining)
-				s->drain_left--;
-			if (err) {
-				fprintf(stderr, "evs-dump: core %u: %s\n", s->core, strerror(-err));
-				d->stop_now = true;
+	while (budget) {
+		size_t max = budget;
+		int n;
+
+		if (d->draining) {
+			if (!s->drain_left) {
+				s->runnable = false;
 				return false;
 			}
-			if (limit_reached(d)) {
+			if (s->drain_left < max)
+				max = s->drain_left;
+		}
+		n = evs_consumer__consume(s->c, turn_record, &t, max);
+		if (n > 0) {
+			budget -= (size_t)n;
+			if (d->draining)
+				s->drain_left -= (uint64_t)n;
+			if (t.err)
+				fprintf(stderr, "evs-dump: core %u: %s\n", s->core, strerror(-t.err));
+			if (t.err || limit_reached(d)) {
 				d->stop_now = true;
 				return false;
 			}
 			continue;
 		}
-		if (err == -EAGAIN) {
+		if (n == 0) { /* empty */
 			if (d->draining) {
 				s->runnable = false;
 				return false;
 			}
 			/* polls the producer's socket too: a hang-up gives -EPIPE
 			 * once the ring is drained */
-			err = evs_consumer__prepare_wait(s->c);
-			if (err == 0) {
+			n = evs_consumer__prepare_wait(s->c);
+			if (n == 0) {
 				s->runnable = false; /* asleep until the eventfd fires */
 				return false;
 			}
-			if (err == -EAGAIN)
+			if (n == -EAGAIN)
 				continue;
 		}
-		stream_finish(d, s, err);
+		stream_finish(d, s, n);
 		return false;
 	}
 	return true;
