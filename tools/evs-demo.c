@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "demo_gen.h"
 #include "demo_verify.h"
 #include "evstream/evstream.h"
@@ -189,7 +190,7 @@ static void usage(FILE *f)
 "  -P, --pattern P        mixed (realistic, default) or all (every dtype, ndim 0..8,\n"
 "                         strided views, empty tensors)\n"
 "  -s, --seed S           content seed (default 1)\n"
-"      --ring BYTES       ring size per core (default: the library's)\n"
+"      --ring BYTES       ring size per core, K, M, G suffixes (default: the library's)\n"
 "      --huge-at K        event K of core 0 is a tensor larger than the ring\n"
 "      --burst-at K       from event K, core 1 (core 0 if alone) emits --burst N\n"
 "      --burst N          events unpaced: a print storm that overruns the ring\n"
@@ -255,15 +256,29 @@ int main(int argc, char **argv)
 	bool allow_missing = false, hold = false;
 	struct worker *w;
 	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t v;
 	int opt, rc = 0;
 
 	while ((opt = getopt_long(argc, argv, "N:c:r:t:n:P:s:w:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'N': name = optarg; break;
-		case 'c': d.ncores = (unsigned int)strtoul(optarg, NULL, 10); break;
-		case 'r': d.rate = atof(optarg); break;
-		case 't': d.seconds = atof(optarg); break;
-		case 'n': d.max_events = strtoull(optarg, NULL, 10); break;
+		case 'c':
+			if (cli_parse_u64("--cores", optarg, 1, 4096, 0, &v))
+				return 2;
+			d.ncores = (unsigned int)v;
+			break;
+		case 'r':
+			if (cli_parse_double("--rate", optarg, 0, 1e9, "events per second", &d.rate))
+				return 2;
+			break;
+		case 't':
+			if (cli_parse_double("--seconds", optarg, 0, CLI_SECONDS_MAX, "seconds", &d.seconds))
+				return 2;
+			break;
+		case 'n':
+			if (cli_parse_u64("--events", optarg, 0, UINT64_MAX, 0, &d.max_events))
+				return 2;
+			break;
 		case 'P':
 			d.pattern = demo_pattern_parse(optarg);
 			if (d.pattern < 0) {
@@ -271,12 +286,32 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 's': d.seed = strtoull(optarg, NULL, 0); break;
-		case 'R': d.ring_bytes = strtoull(optarg, NULL, 0); break;
-		case 'H': d.huge_at = strtoll(optarg, NULL, 10); break;
-		case 'B': d.burst_at = strtoll(optarg, NULL, 10); break;
-		case 'b': d.burst = strtoull(optarg, NULL, 10); break;
-		case 'w': wait_s = atof(optarg); break;
+		case 's':
+			if (cli_parse_u64("--seed", optarg, 0, UINT64_MAX, 0, &d.seed))
+				return 2;
+			break;
+		case 'R':
+			if (cli_parse_u64("--ring", optarg, 0, UINT64_MAX, CLI_SIZE, &d.ring_bytes))
+				return 2;
+			break;
+		case 'H':
+			if (cli_parse_u64("--huge-at", optarg, 0, INT64_MAX, 0, &v))
+				return 2;
+			d.huge_at = (int64_t)v;
+			break;
+		case 'B':
+			if (cli_parse_u64("--burst-at", optarg, 0, INT64_MAX, 0, &v))
+				return 2;
+			d.burst_at = (int64_t)v;
+			break;
+		case 'b':
+			if (cli_parse_u64("--burst", optarg, 0, UINT64_MAX, 0, &d.burst))
+				return 2;
+			break;
+		case 'w':
+			if (cli_parse_double("--wait-consumers", optarg, 0, CLI_SECONDS_MAX, "seconds", &wait_s))
+				return 2;
+			break;
 		case 'V': verify = optarg; break;
 		case 'A': allow_missing = true; break;
 		case 'O': hold = true; break;
@@ -290,10 +325,6 @@ int main(int argc, char **argv)
 	}
 	if (verify)
 		return demo_verify(verify, d.pattern, d.seed, allow_missing);
-	if (d.ncores == 0 || d.ncores > 4096) {
-		fprintf(stderr, "evs-demo: --cores must be 1 to 4096\n");
-		return 2;
-	}
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

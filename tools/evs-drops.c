@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <fcntl.h>
 #include <sys/wait.h>
 
+#include "cli.h"
 #include "drops_loader.h"
 
 struct entry {
@@ -341,26 +343,25 @@ int main(int argc, char **argv)
 	struct snap prev = { 0 }, cur = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct evs_drops *d;
-	char *end;
+	uint64_t v;
 
 	while ((c = getopt_long(argc, argv, "b:p:d:i:n:vh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'b': o.binary = optarg; break;
 		case 'p':
-			o.pid = (pid_t)strtol(optarg, &end, 10);
-			if (*end || o.pid <= 0)
-				return fprintf(stderr, "evs-drops: bad pid '%s'\n", optarg), 2;
+			if (cli_parse_u64("--pid", optarg, 1, INT_MAX, 0, &v))
+				return 2;
+			o.pid = (pid_t)v;
 			break;
 		case 'd': o.pin_dir = optarg; break;
 		case 'i':
-			interval = strtod(optarg, &end);
-			if (*end || !(interval > 0) || interval > 86400)
-				return fprintf(stderr, "evs-drops: bad interval '%s'\n", optarg), 2;
+			if (cli_parse_double("--interval", optarg, 0.001, 86400, "seconds", &interval))
+				return 2;
 			break;
 		case 'n':
-			count = strtol(optarg, &end, 10);
-			if (*end || count <= 0)
-				return fprintf(stderr, "evs-drops: bad count '%s'\n", optarg), 2;
+			if (cli_parse_u64("--count", optarg, 1, LONG_MAX, 0, &v))
+				return 2;
+			count = (long)v;
 			break;
 		case OPT_ONCE: count = 1; break;
 		case OPT_JSON: json = 1; break;

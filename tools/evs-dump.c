@@ -23,6 +23,7 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 
+#include "cli.h"
 #include "dump.h"
 #include "dump_writer.h"
 #include "evstream/evstream.h"
@@ -384,32 +385,6 @@ static int run(struct dumper *d)
 
 /* ------------------------------------------------------------ setup */
 
-static int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-	unsigned long long x;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	x = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': x <<= 10; end++; break;
-	case 'm': case 'M': x <<= 20; end++; break;
-	case 'g': case 'G': x <<= 30; end++; break;
-	}
-	if (*end == 'i')
-		end++;
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		return -EINVAL;
-	*v = x;
-	return 0;
-}
-
 /* "0,2-3" into a bitmap of MAX_CORES; returns -EINVAL if malformed. */
 static int parse_cores(const char *s, unsigned char *set)
 {
@@ -552,19 +527,21 @@ int main(int argc, char **argv)
 			all_cores = false;
 			break;
 		case 'n':
-			if (parse_u64(optarg, &d.max_events)) {
-				fprintf(stderr, "evs-dump: --events '%s' is not a count\n", optarg);
+			if (cli_parse_u64("--events", optarg, 0, UINT64_MAX, 0, &d.max_events))
 				return 2;
-			}
 			break;
 		case 'b':
-			if (parse_u64(optarg, &d.max_bytes)) {
-				fprintf(stderr, "evs-dump: --bytes '%s' is not a size (K, M, G)\n", optarg);
+			if (cli_parse_u64("--bytes", optarg, 0, UINT64_MAX, CLI_SIZE, &d.max_bytes))
 				return 2;
-			}
 			break;
-		case 't': seconds = atof(optarg); break;
-		case 'w': wait_s = atof(optarg); break;
+		case 't':
+			if (cli_parse_double("--seconds", optarg, 0, CLI_SECONDS_MAX, "seconds", &seconds))
+				return 2;
+			break;
+		case 'w':
+			if (cli_parse_double("--wait", optarg, 0, CLI_SECONDS_MAX, "seconds", &wait_s))
+				return 2;
+			break;
 		case 'i': mode = DUMP_INDEX_ONLY; break;
 		case 'r': mode = DUMP_RAW; break;
 		case 'C': convert = optarg; break;

@@ -4,7 +4,7 @@
  * processes are stalled, stopped, killed and reconnected at random, with
  * exact accounting.
  *
- *   evs-soak [--streams 8] [--seconds 60] [--seed S] [--ring BYTES]
+ *   evs-soak [--streams 8] [--seconds 60] [--seed S] [--ring BYTES (K, M, G)]
  *
  * Processes: this supervisor (single-threaded) forks one producer process
  * (one emitting thread per stream) and one consumer process per stream.
@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -41,6 +42,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
+#include "cli.h"
 #include "evstream/evstream.h"
 
 #define MAX_STREAMS 64
@@ -420,23 +422,36 @@ int main(int argc, char **argv)
 	unsigned int rs;
 	uint64_t t0, t_end, t_run;
 	pid_t prod;
+	uint64_t v;
 	int opt, status;
 
 	while ((opt = getopt_long(argc, argv, "n:t:s:r:", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'n': nstreams = (unsigned int)atoi(optarg); break;
-		case 't': secs = atof(optarg); break;
-		case 's': seed = strtoul(optarg, NULL, 0); break;
-		case 'r': ring_bytes = strtoull(optarg, NULL, 0); break;
+		case 'n':
+			if (cli_parse_u64("--streams", optarg, 1, MAX_STREAMS, 0, &v))
+				return 2;
+			nstreams = (unsigned int)v;
+			break;
+		case 't':
+			/* the sequence maps grow with the time: a day still fits the
+			 * address space at 64 streams */
+			if (cli_parse_double("--seconds", optarg, 0.01, 86400, "seconds", &secs))
+				return 2;
+			break;
+		case 's':
+			if (cli_parse_u64("--seed", optarg, 0, ULONG_MAX, 0, &v))
+				return 2;
+			seed = (unsigned long)v;
+			break;
+		case 'r':
+			if (cli_parse_u64("--ring", optarg, 0, UINT64_MAX, CLI_SIZE, &ring_bytes))
+				return 2;
+			break;
 		default:
 			fprintf(stderr, "usage: %s [--streams N] [--seconds S] [--seed S] [--ring BYTES]\n",
 				argv[0]);
 			return 2;
 		}
-	}
-	if (nstreams < 1 || nstreams > MAX_STREAMS || secs <= 0) {
-		fprintf(stderr, "evs-soak: 1 to %d streams and a positive time\n", MAX_STREAMS);
-		return 2;
 	}
 	rs = (unsigned int)seed;
 	snprintf(name, sizeof(name), "soak-%d", (int)getpid());

@@ -2,7 +2,7 @@
 # (SOAK_SECONDS=60 by default).
 PROGRAMS += $(BUILD)/evs-soak
 
-$(BUILD)/evs-soak: tools/evs-soak.c $(BUILD)/libevstream.so
+$(BUILD)/evs-soak: tools/evs-soak.c tools/cli.h $(BUILD)/libevstream.so
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(PROG_LDFLAGS) $(PROG_LDLIBS)
 
 .PHONY: soak

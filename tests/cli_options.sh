@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The tools' number options (tools/cli.h): a bad value is refused before
+# anything starts, with exit 2 and a message naming the option, the value
+# and what is allowed; good values with suffixes are taken.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-build}
+B=$ROOT/$BUILD
+T=$(mktemp -d /tmp/evs-cli.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+export EVSTREAM_RUNTIME_DIR=$T/run
+mkdir -m 700 "$EVSTREAM_RUNTIME_DIR"
+fails=0
+
+# refused TOOL OPTION VALUE EXPECT [ARGS...]: exit 2, the message names
+# OPTION and 'VALUE' and says EXPECT (what is allowed).
+refused() {
+	local tool=$1 opt=$2 val=$3 expect=$4 rc; shift 4
+	"$B/$tool" "$@" "$opt" "$val" >"$T/out" 2>"$T/err"; rc=$?
+	if [ "$rc" -ne 2 ] || ! grep -qF -- "$tool: $opt '$val' is " "$T/err" ||
+	   ! grep -qF -- "allowed is $expect" "$T/err"; then
+		echo "FAIL: $tool $opt '$val': exit $rc, expected 2 and a message naming it ($expect):"
+		sed 's/^/  /' "$T/err"
+		fails=$((fails + 1))
+	else
+		echo "ok: $tool $opt '$val' refused: $(cat "$T/err")"
+	fi
+}
+
+for b in evs-dump evs-demo evs-soak; do
+	[ -x "$B/$b" ] || { echo "FAIL: $B/$b is not built"; exit 1; }
+done
+
+# evs-dump: junk suffixes, overflow, a negative time; nothing is created
+refused evs-dump --events 5i "a whole number from 0 up" -o "$T/d"
+refused evs-dump --events 10K "a whole number from 0 up" -o "$T/d"
+refused evs-dump --bytes 5b "a size in bytes from 0 up (K, M, G" -o "$T/d"
+refused evs-dump --bytes 5Kx "a size in bytes" -o "$T/d"
+refused evs-dump --bytes 99999999999G "a size in bytes" -o "$T/d"
+refused evs-dump --bytes 99999999999999999999 "a size in bytes" -o "$T/d"
+refused evs-dump --seconds abc "a number of seconds from 0 to" -o "$T/d"
+refused evs-dump --wait -1 "a number of seconds from 0 to" -o "$T/d"
+refused evs-dump --seconds nan "a number of seconds" -o "$T/d"
+[ -e "$T/d" ] && { echo "FAIL: evs-dump created its output directory before refusing"; fails=$((fails + 1)); }
+
+# evs-demo
+refused evs-demo --ring 8X "a size in bytes"
+refused evs-demo --cores 0 "a whole number from 1 to 4096"
+refused evs-demo --cores 4097 "a whole number from 1 to 4096"
+refused evs-demo --rate fast "a number of events per second from 0 to"
+refused evs-demo --events 1e3 "a whole number"
+refused evs-demo --huge-at -1 "a whole number from 0 to"
+refused evs-demo --wait-consumers 2s "a number of seconds"
+
+# evs-soak (nothing is forked before the options are read)
+refused evs-soak --streams 0 "a whole number from 1 to 64"
+refused evs-soak --streams 65 "a whole number from 1 to 64"
+refused evs-soak --seconds 0 "a number of seconds from 0.01 to"
+refused evs-soak --ring 1Q "a size in bytes"
+refused evs-soak --seed 0x10 "a whole number"
+
+# evs-drops, where it is built (it needs the eBPF toolchain)
+if [ -x "$B/evs-drops" ]; then
+	refused evs-drops --interval 0 "a number of seconds from 0.001 to 86400"
+	refused evs-drops --count x "a whole number from 1 to"
+	refused evs-drops --pid 12x "a whole number from 1 to"
+else
+	echo "note: $B/evs-drops is not built (no eBPF toolchain): its options are not checked here"
+fi
+
+# A suffixed size is taken: an 8 MiB ring (the library used to get 8)
+if "$B/evs-demo" --name "cli-$$" --cores 1 --events 1 --rate 0 --wait-consumers 0 \
+	--ring 8M 2>"$T/err" && grep -q "8.0 MiB ring" "$T/err"; then
+	echo "ok: evs-demo --ring 8M: $(head -1 "$T/err")"
+else
+	echo "FAIL: evs-demo --ring 8M:"; sed 's/^/  /' "$T/err"
+	fails=$((fails + 1))
+fi
+
+[ "$fails" -eq 0 ] || { echo "FAIL: $fails cases"; exit 1; }

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the command-line tools share: option values parsed strictly (the
+ * whole string, range checked) with an error that names the option, the
+ * value and what is allowed. Header only: each tool is built from a few
+ * sources, and an unused static inline costs nothing.
+ */
+#ifndef EVS_TOOLS_CLI_H
+#define EVS_TOOLS_CLI_H
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CLI_SIZE 1u          /* K, M, G suffixes (powers of 1024) allowed */
+#define CLI_SECONDS_MAX 1e8  /* about three years; keeps nanoseconds in an int64 */
+
+static inline void cli_u64_allowed(const char *opt, const char *s, const char *why,
+				   uint64_t min, uint64_t max, unsigned int flags)
+{
+	const char *what = flags & CLI_SIZE ? "a size in bytes" : "a whole number";
+	const char *sfx = flags & CLI_SIZE ? " (K, M, G suffixes: 8M is 8 MiB)" : "";
+
+	if (max == UINT64_MAX)
+		fprintf(stderr, "%s: %s '%s' is %s; allowed is %s from %llu up%s\n",
+			program_invocation_short_name, opt, s, why, what,
+			(unsigned long long)min, sfx);
+	else
+		fprintf(stderr, "%s: %s '%s' is %s; allowed is %s from %llu to %llu%s\n",
+			program_invocation_short_name, opt, s, why, what,
+			(unsigned long long)min, (unsigned long long)max, sfx);
+}
+
+/*
+ * The value of option opt (named in the message, e.g. "--ring"): decimal
+ * digits, with CLI_SIZE a K, M or G suffix (optionally KiB, KB), nothing
+ * else; min <= value <= max. 0, or -EINVAL / -ERANGE after saying why.
+ */
+static inline int cli_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
+				unsigned int flags, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	/* strtoull would take leading blanks, a sign, and negate "-1" */
+	if (!s || *s < '0' || *s > '9')
+		goto bad;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		goto range;
+	if (*end && (flags & CLI_SIZE)) {
+		switch (*end) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		default: goto bad;
+		}
+		end++;
+		if (*end == 'i')
+			end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+	}
+	if (*end)
+		goto bad;
+	if (v > (UINT64_MAX >> shift))
+		goto range;
+	v <<= shift;
+	if (v < min || v > max)
+		goto range;
+	*out = v;
+	return 0;
+bad:
+	cli_u64_allowed(opt, s, flags & CLI_SIZE ? "not a size" : "not a whole number", min, max, flags);
+	return -EINVAL;
+range:
+	cli_u64_allowed(opt, s, "out of range", min, max, flags);
+	return -ERANGE;
+}
+
+/* A decimal number (e.g. seconds, a rate) from min to max; unit names it
+ * in the message ("seconds"). 0, or -EINVAL / -ERANGE after saying why. */
+static inline int cli_parse_double(const char *opt, const char *s, double min, double max,
+				   const char *unit, double *out)
+{
+	const char *p = s && *s == '-' ? s + 1 : s, *why = "not a number";
+	char *end;
+	double v;
+	int err = -EINVAL;
+
+	/* digits first: strtod would also take blanks, "inf" and "nan" */
+	if (p && (*p == '.' || (*p >= '0' && *p <= '9'))) {
+		errno = 0;
+		v = strtod(s, &end);
+		if (end != s && !*end && !isnan(v)) {
+			if (errno != ERANGE && v >= min && v <= max) {
+				*out = v;
+				return 0;
+			}
+			why = "out of range";
+			err = -ERANGE;
+		}
+	}
+	fprintf(stderr, "%s: %s '%s' is %s; allowed is a number of %s from %.15g to %.15g\n",
+		program_invocation_short_name, opt, s ? s : "", why, unit, min, max);
+	return err;
+}
+
+#endif
