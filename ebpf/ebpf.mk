@@ -55,8 +55,9 @@ $(EBPF_LIB): $(EBPF_DIR)/drops_loader.o $(EBPF_DIR)/stapsdt.o
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/evs-drops: tools/evs-drops.c $(EBPF_LIB)
-	$(CC) $(ALL_CFLAGS) $(EBPF_CFLAGS) $< -o $@ $(LDFLAGS) $(EBPF_LIB) $(EBPF_LIBS)
+# evs-drops.c last: the dependency file (-MMD) keeps the last source's headers
+$(BUILD)/evs-drops: tools/evs-drops.c tools/jsonl.c tools/jsonl.h $(EBPF_LIB)
+	$(CC) $(ALL_CFLAGS) $(EBPF_CFLAGS) tools/jsonl.c $< -o $@ $(LDFLAGS) $(EBPF_LIB) $(EBPF_LIBS)
 
 $(BUILD)/evs-bench-drops: bench/drop_cost.c $(EBPF_LIB) $(BUILD)/libevstream.so
 	$(CC) $(ALL_CFLAGS) $(EBPF_CFLAGS) -Itransport $< -o $@ \

@@ -67,7 +67,8 @@ static unsigned short drop_semaphore(void)
 
 /* the suite's pid, so main() can clean up after a test that failed midway */
 static pid_t suite_pid;
-static const char *const pin_tags[] = { "multi", "lag", "sema", "reuse", "tool", "err" };
+static const char *const pin_tags[] = { "multi", "lag", "sema", "reuse", "tool", "err",
+					  "json\t\x01\xff" };
 
 static const char *pin_dir(const char *tag)
 {
@@ -546,6 +547,27 @@ START_TEST(test_tool_errors_say_what_to_do)
 }
 END_TEST
 
+/* --json stays valid JSON whatever bytes a path holds: a control byte is
+ * escaped, a byte that is not UTF-8 becomes a code point */
+START_TEST(test_tool_json_escapes_control_and_non_utf8_bytes)
+{
+	const char *dir = pin_dir("json\t\x01\xff");
+	char cmd[PATH_MAX + 256], out[4096], want[256];
+	struct evs_drops *d;
+
+	NEED_BPF(dir);
+	d = attach(dir);
+	snprintf(cmd, sizeof(cmd), "%s --once --json -i 0.05 -d '%s'", tool_path(), dir);
+	ck_assert_int_eq(run(cmd, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "\"pin_dir\":\"/sys/fs/bpf/evstream-test-%d-json\\t\\u0001\\u00ff\",",
+		 (int)suite_pid);
+	ck_assert_msg(strstr(out, want), "evs-drops output: %s", out);
+	ck_assert_msg(!strpbrk(out, "\t\x01\xff"), "raw bytes in the JSON: %s", out);
+	evs_drops__free(d);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
 static Suite *bpf_suite(void)
 {
 	Suite *s = suite_create("bpf");
@@ -560,6 +582,7 @@ static Suite *bpf_suite(void)
 	tcase_add_test(tc, test_second_open_reuses_pinned_map_without_double_counting);
 	tcase_add_test(tc, test_tool_background_then_detach_leaves_nothing_pinned);
 	tcase_add_test(tc, test_tool_errors_say_what_to_do);
+	tcase_add_test(tc, test_tool_json_escapes_control_and_non_utf8_bytes);
 	suite_add_tcase(s, tc);
 	return s;
 }

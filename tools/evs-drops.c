@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "drops_loader.h"
+#include "jsonl.h"
 
 struct entry {
 	struct evs_drop_key k;
@@ -133,18 +134,6 @@ static void comm_clean(char *out, const char *comm)
 		strcpy(out, "?");
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 static double rate_of(const struct snap *prev, const struct entry *e, double dt)
 {
 	const struct evs_drop_val *p = snap_find(prev, &e->k);
@@ -219,16 +208,16 @@ static void print_json(const struct evs_drops *d, const struct snap *cur, const 
 	char comm[16];
 
 	printf("{\"time\":%lld,\"interval_s\":%.3f,\"pin_dir\":", (long long)time(NULL), dt);
-	json_str(evs_drops__pin_dir(d));
+	json_put_str(stdout, evs_drops__pin_dir(d));
 	printf(",\"binary\":");
-	json_str(evs_drops__binary(d));
+	json_put_str(stdout, evs_drops__binary(d));
 	printf(",\"owner_pid\":%d,\"entries\":[", (int)evs_drops__owner_pid(d));
 	for (size_t i = 0; i < cur->n; i++) {
 		const struct entry *e = &cur->e[i];
 
 		comm_clean(comm, e->v.comm);
 		printf("%s{\"pid\":%u,\"comm\":", i ? "," : "", e->k.pid);
-		json_str(comm);
+		json_put_str(stdout, comm);
 		printf(",\"core\":%u,\"events\":%llu,\"events_per_s\":%.1f,\"bytes\":%llu,"
 		       "\"bursts\":%llu,\"batches\":%llu,\"ring_full\":%llu,\"too_big\":%llu,"
 		       "\"no_consumer\":%llu,\"stream_total\":%llu}",
