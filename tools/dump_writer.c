@@ -22,6 +22,18 @@
 #define INDEX_RESERVE (4ll << 20)
 #define RESERVE_EVERY 256
 
+/* Keeps disk space allocated ahead of the index (called every few events). */
+static void index_reserve(struct dump_writer *w)
+{
+	long pos = w->index ? ftell(w->index) : -1;
+
+	if (pos < 0 || w->index_reserved - pos >= INDEX_RESERVE / 2)
+		return;
+	/* EOPNOTSUPP or a full disk: carry on without */
+	if (fallocate(fileno(w->index), FALLOC_FL_KEEP_SIZE, pos, INDEX_RESERVE) == 0)
+		w->index_reserved = pos + INDEX_RESERVE;
+}
+
 static int mkdir_p(const char *dir)
 {
 	char path[4096];
@@ -85,21 +97,8 @@ int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode
 		return -ENOMEM;
 	}
 	setvbuf(w->index, NULL, _IOFBF, 1 << 20);
-	dump_writer_reserve(w);
+	index_reserve(w);
 	return 0;
-}
-
-void dump_writer_reserve(struct dump_writer *w)
-{
-	long pos = w->index ? ftell(w->index) : -1;
-
-	if (pos < 0 || w->index_reserved - pos >= INDEX_RESERVE / 2)
-		return;
-	if (fallocate(fileno(w->index), FALLOC_FL_KEEP_SIZE, pos, INDEX_RESERVE) == 0) {
-		w->index_reserved = pos + INDEX_RESERVE;
-	} else if (!w->reserve_failed) {
-		w->reserve_failed = true; /* EOPNOTSUPP or a full disk: carry on without */
-	}
 }
 
 /* Give back the space reserved past the end of the index. */
@@ -330,7 +329,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	c->gaps += gap;
 	c->events++;
 	if (++w->events % RESERVE_EVERY == 0)
-		dump_writer_reserve(w);
+		index_reserve(w);
 
 	if (h->type != EVS_EVENT_TENSOR_READ || tensor_event_parse(payload, h->data_size, &ev)) {
 		c->bad++;

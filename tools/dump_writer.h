@@ -36,7 +36,6 @@ struct dump_core {
 	int dirfd;             /* c<N>/ for .npy files */
 	int rawfd;
 	uint64_t raw_off;
-	bool have_seq;
 	uint64_t next_seq;
 	uint64_t events;       /* events read (index lines) */
 	uint64_t tensors;      /* tensor files written */
@@ -61,7 +60,6 @@ struct dump_writer {
 	int first_errno;       /* of the first failed write */
 	bool created_dir;      /* open made the output directory */
 	long index_reserved;   /* the index's disk space is allocated up to here */
-	bool reserve_failed;
 	bool reported;         /* the first failure was reported */
 };
 
@@ -83,8 +81,6 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 
 /* Flushes the index; -errno if something in it could not be written. */
 int dump_writer_flush(struct dump_writer *w);
-/* Keeps disk space allocated ahead of the index (called every few events). */
-void dump_writer_reserve(struct dump_writer *w);
 /* Flushes and closes the index, giving back the reserve; then close. */
 int dump_writer_close_index(struct dump_writer *w);
 int dump_writer_close(struct dump_writer *w);

@@ -59,7 +59,7 @@ struct stream_board {
 	struct seqmap dropped;    /* written by the producer thread only */
 	struct seqmap delivered;  /* written by this stream's consumers */
 	/* producer thread */
-	_Atomic uint64_t calls, ok, ring_full, no_consumer, checkpoints;
+	_Atomic uint64_t calls, ok, ring_full, no_consumer;
 	/* consumers, across sessions */
 	_Atomic uint64_t verified, sessions, self_stalls;
 	/* supervisor */
@@ -125,8 +125,8 @@ struct emitter {
 	unsigned int core;
 };
 
-static void checkpoint(struct evs_producer *p, unsigned int core, struct stream_board *sb,
-		       uint64_t calls, uint64_t ok, uint64_t full, uint64_t nocons)
+static void checkpoint(struct evs_producer *p, unsigned int core, uint64_t calls, uint64_t ok,
+		       uint64_t full, uint64_t nocons)
 {
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 
@@ -139,7 +139,6 @@ static void checkpoint(struct evs_producer *p, unsigned int core, struct stream_
 		     (unsigned long long)st.produced, (unsigned long long)st.committed,
 		     (unsigned long long)st.dropped, (unsigned long long)calls,
 		     (unsigned long long)ok, (unsigned long long)(full + nocons));
-	sb->checkpoints++;
 }
 
 static void *emit_main(void *arg)
@@ -170,14 +169,14 @@ static void *emit_main(void *arg)
 		if (err)
 			seqmap_set(&sb->dropped, calls - 1);
 		if (calls % CHECK_EVERY == 0) {
-			checkpoint(e->p, e->core, sb, calls, ok, full, nocons);
+			checkpoint(e->p, e->core, calls, ok, full, nocons);
 			atomic_store(&sb->calls, calls);
 			atomic_store(&sb->ok, ok);
 			atomic_store(&sb->ring_full, full);
 			atomic_store(&sb->no_consumer, nocons);
 		}
 	}
-	checkpoint(e->p, e->core, sb, calls, ok, full, nocons);
+	checkpoint(e->p, e->core, calls, ok, full, nocons);
 	atomic_store(&sb->calls, calls);
 	atomic_store(&sb->ok, ok);
 	atomic_store(&sb->ring_full, full);

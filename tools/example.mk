@@ -10,9 +10,3 @@ example: deps check-env
 	@echo "== a producer process and a consumer process, 20 tensor events on 2 cores"
 	@$(BUILD)/evs-example produce example 20 & \
 	 sleep 0.3; $(BUILD)/evs-example consume example; wait
-
-# Until the dumper's demo is in, the example is the main job.
-ifeq ($(wildcard tools/dump.mk),)
-.PHONY: demo
-demo: example
-endif

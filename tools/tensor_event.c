@@ -25,7 +25,6 @@ int tensor_event_parse(const void *payload, uint64_t size, struct tensor_event *
 	ev->prefix[sizeof(ev->prefix) - 1] = '\0';
 	memcpy(ev->dtype, pl.tensor_dtype, sizeof(ev->dtype));
 	ev->dtype[sizeof(ev->dtype) - 1] = '\0';
-	ev->core = pl.logical_nc_id;
 	ev->pipe = pl.pipe == 2 ? 2 : 1;
 	ev->bytes = pl.tensor_data_size;
 	ev->data = (const char *)payload + sizeof(pl);

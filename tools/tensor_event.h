@@ -14,7 +14,6 @@
 
 struct tensor_event {
 	char prefix[512];          /* NUL-terminated */
-	uint32_t core;             /* logical_nc_id */
 	uint32_t pipe;             /* 1 stdout, 2 stderr (anything else: stdout) */
 	char dtype[16];            /* NUL-terminated; "" for a plain print */
 	uint32_t ndim;
