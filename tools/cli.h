@@ -2,7 +2,8 @@
 /*
  * What the command-line tools share: option values parsed strictly (the
  * whole string, range checked) with an error that names the option, the
- * value and what is allowed. Header only: each tool is built from a few
+ * value and what is allowed; the monotonic clock; connecting to a producer
+ * that may not be there yet. Header only: each tool is built from a few
  * sources, and an unused static inline costs nothing.
  */
 #ifndef EVS_TOOLS_CLI_H
@@ -14,6 +15,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "evstream/evstream.h"
 
 #define CLI_SIZE 1u          /* K, M, G suffixes (powers of 1024) allowed */
 #define CLI_SECONDS_MAX 1e8  /* about three years; keeps nanoseconds in an int64 */
@@ -109,6 +114,40 @@ static inline int cli_parse_double(const char *opt, const char *s, double min, d
 	fprintf(stderr, "%s: %s '%s' is %s; allowed is a number of %s from %.15g to %.15g\n",
 		program_invocation_short_name, opt, s ? s : "", why, unit, min, max);
 	return err;
+}
+
+static inline uint64_t cli_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Connect to stream core of producer name, trying again for up to wait_s
+ * seconds while there is no such producer (ENOENT) and, with retry_busy,
+ * while another consumer still holds the stream (EBUSY). NULL and errno as
+ * evs_consumer__connect() when it gives up.
+ */
+static inline struct evs_consumer *cli_connect(const char *name, unsigned int core, double wait_s,
+					       bool retry_busy)
+{
+	uint64_t deadline = cli_now_ns() + (uint64_t)(wait_s * 1e9);
+	useconds_t pause = 1000;
+
+	for (;;) {
+		struct evs_consumer *c = evs_consumer__connect(name, core, NULL);
+
+		if (c || (errno != ENOENT && !(retry_busy && errno == EBUSY)) ||
+		    cli_now_ns() >= deadline)
+			return c;
+		usleep(pause);
+		/* soon at first (a killed consumer's stream is free again
+		 * within milliseconds), then every 20 ms */
+		if (pause < 20000)
+			pause = pause * 2 < 20000 ? pause * 2 : 20000;
+	}
 }
 
 #endif

@@ -55,14 +55,6 @@ static void on_signal(int sig)
 	atomic_store(&stop, 1);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void sleep_until(uint64_t t)
 {
 	struct timespec ts = { (time_t)(t / 1000000000ull), (long)(t % 1000000000ull) };
@@ -105,7 +97,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct demo *d = w->d;
-	uint64_t t0 = now_ns(), end = d->seconds > 0 ? t0 + (uint64_t)(d->seconds * 1e9) : UINT64_MAX;
+	uint64_t t0 = cli_now_ns(), end = d->seconds > 0 ? t0 + (uint64_t)(d->seconds * 1e9) : UINT64_MAX;
 	size_t cap = 1 << 20;
 	uint8_t *buf = malloc(cap);
 	struct demo_event e;
@@ -128,10 +120,10 @@ static void *worker_main(void *arg)
 		} else if (d->rate > 0) {
 			uint64_t due = t0 + (uint64_t)((double)paced++ * 1e9 / d->rate);
 
-			if (due > now_ns())
+			if (due > cli_now_ns())
 				sleep_until(due);
 		}
-		if (now_ns() >= end)
+		if (cli_now_ns() >= end)
 			break;
 		if (w->core == 0 && (int64_t)k == d->huge_at) {
 			err = emit_huge(d, w->core);
@@ -201,7 +193,7 @@ static void usage(FILE *f)
 
 static int wait_consumers(struct demo *d, double secs)
 {
-	uint64_t deadline = now_ns() + (uint64_t)(secs * 1e9);
+	uint64_t deadline = cli_now_ns() + (uint64_t)(secs * 1e9);
 
 	while (!atomic_load(&stop)) {
 		unsigned int n = 0;
@@ -214,7 +206,7 @@ static int wait_consumers(struct demo *d, double secs)
 		}
 		if (n == d->ncores)
 			return 0;
-		if (now_ns() >= deadline) {
+		if (cli_now_ns() >= deadline) {
 			fprintf(stderr, "evs-demo: only %u of %u cores have a consumer after %.0f s; "
 				"starting anyway (the others drop events as no_consumer)\n", n, d->ncores, secs);
 			return -ETIMEDOUT;

@@ -65,14 +65,6 @@ static void usage(FILE *f)
 "does not attach again, so nothing is counted twice.\n");
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int cmp_entry(const void *a, const void *b)
 {
 	const struct entry *x = a, *y = b;
@@ -106,7 +98,7 @@ static int snap_take(const struct evs_drops *d, struct snap *s)
 	int n;
 
 	s->n = 0;
-	s->t = now_s();
+	s->t = (double)cli_now_ns() / 1e9;
 	n = evs_drops__for_each(d, snap_add, s);
 	if (n < 0)
 		return n;

@@ -61,14 +61,6 @@ struct dumper {
 	int signals;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -117,7 +109,7 @@ static uint64_t stream_drops(const struct stream *s)
 
 static void status_line(struct dumper *d)
 {
-	uint64_t t = now_ns();
+	uint64_t t = cli_now_ns();
 	double dt = (double)(t - d->last_t) / 1e9;
 	double evs = dt > 0 ? (double)(d->w.events - d->last_events) / dt : 0;
 	double mbs = dt > 0 ? (double)(d->w.bytes - d->last_bytes) / dt / 1e6 : 0;
@@ -138,7 +130,7 @@ static void status_line(struct dumper *d)
 
 static void write_summary(struct dumper *d, FILE *f, bool json)
 {
-	double secs = (double)(now_ns() - d->t0) / 1e9;
+	double secs = (double)(cli_now_ns() - d->t0) / 1e9;
 
 	if (json)
 		fprintf(f, "{\"producer\":\"%s\",\"seconds\":%.3f,\"events\":%" PRIu64
@@ -411,19 +403,6 @@ static int parse_cores(const char *s, unsigned char *set)
 	return 0;
 }
 
-static struct evs_consumer *connect_core(const char *name, unsigned int core, double wait_s)
-{
-	uint64_t deadline = now_ns() + (uint64_t)(wait_s * 1e9);
-	struct evs_consumer *c;
-
-	for (;;) {
-		c = evs_consumer__connect(name, core, NULL);
-		if (c || errno != ENOENT || now_ns() >= deadline)
-			return c;
-		usleep(20000);
-	}
-}
-
 static int add_stream(struct dumper *d, unsigned int core, struct evs_consumer *c)
 {
 	struct stream *s = &d->s[d->n];
@@ -454,7 +433,7 @@ static int connect_all(struct dumper *d, const unsigned char *set, bool all, dou
 
 		if (!all && !set[core])
 			continue;
-		c = connect_core(d->name, core, core == 0 || !all ? wait_s : 0);
+		c = cli_connect(d->name, core, core == 0 || !all ? wait_s : 0, false);
 		if (!c) {
 			if (all && errno == EINVAL && d->n)
 				break; /* past the producer's last core */
@@ -603,7 +582,7 @@ int main(int argc, char **argv)
 		rc = 2;
 		goto out_abort;
 	}
-	d.t0 = d.last_t = now_ns();
+	d.t0 = d.last_t = cli_now_ns();
 
 	err = run(&d);
 	if (err) {

@@ -82,14 +82,6 @@ static unsigned int nstreams = 8;
 static uint64_t ring_bytes = 1 << 20;
 static const uint64_t max_events = 1 << 20;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
 {
@@ -249,23 +241,10 @@ static int check_record(void *ctx, const struct evs_record *r)
 	return 0;
 }
 
-static struct evs_consumer *connect_retry(unsigned int core, int timeout_ms)
-{
-	uint64_t until = now_ns() + (uint64_t)timeout_ms * 1000000;
-	struct evs_consumer *c;
-
-	for (;;) {
-		c = evs_consumer__connect(name, core, NULL);
-		if (c || now_ns() > until || (errno != EBUSY && errno != ENOENT))
-			return c;
-		usleep(1000);
-	}
-}
-
 static void consumer_main(unsigned int core, unsigned int seed)
 {
 	struct session s = { .sb = &B->s[core], .core = core };
-	struct evs_consumer *c = connect_retry(core, 5000);
+	struct evs_consumer *c = cli_connect(name, core, 5, true);
 	int n;
 
 	if (!c) {
@@ -353,7 +332,7 @@ static void drain_and_check(double secs, uint64_t t_run_ns, unsigned long seed)
 		struct stream_board *sb = &B->s[i];
 		struct evs_stream_stats st = { .sz = sizeof(st) };
 		struct session s = { .sb = sb, .core = i };
-		struct evs_consumer *c = connect_retry(i, 5000);
+		struct evs_consumer *c = cli_connect(name, i, 5, true);
 		int n;
 
 		if (!c) {
@@ -417,7 +396,7 @@ int main(int argc, char **argv)
 	};
 	struct slot slots[MAX_STREAMS] = { { 0 } };
 	double secs = 60;
-	unsigned long seed = (unsigned long)now_ns();
+	unsigned long seed = (unsigned long)cli_now_ns();
 	unsigned int rs;
 	uint64_t t0, t_end, t_run;
 	pid_t prod;
@@ -484,12 +463,12 @@ int main(int argc, char **argv)
 	       nstreams, secs, (unsigned long long)ring_bytes, seed, (int)prod);
 	fflush(stdout);
 
-	t0 = now_ns();
+	t0 = cli_now_ns();
 	t_end = t0 + (uint64_t)(secs * 1e9);
 	for (unsigned int i = 0; i < nstreams; i++)
 		slots[i].pid = spawn_consumer(i, rand_r(&rs));
-	while (now_ns() < t_end && !B->errors) {
-		uint64_t t = now_ns();
+	while (cli_now_ns() < t_end && !B->errors) {
+		uint64_t t = cli_now_ns();
 
 		for (unsigned int i = 0; i < nstreams; i++) {
 			struct slot *sl = &slots[i];
@@ -532,7 +511,7 @@ int main(int argc, char **argv)
 	atomic_store(&B->stop_emit, 1);
 	while (!atomic_load(&B->emit_stopped) && waitpid(prod, &status, WNOHANG) == 0)
 		usleep(1000);
-	t_run = now_ns() - t0;
+	t_run = cli_now_ns() - t0;
 	for (unsigned int i = 0; i < nstreams; i++)
 		if (slots[i].pid) {
 			kill(slots[i].pid, SIGKILL);
