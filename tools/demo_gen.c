@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "demo_gen.h"
+#include "evstream/evstream.h"
 
 static uint64_t mix(uint64_t x)
 {
@@ -13,11 +14,13 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-static const struct { const char *name; uint32_t size; } dtypes[] = {
-	{ "float64", 8 }, { "float32", 4 }, { "float16", 2 }, { "bfloat16", 2 },
-	{ "int64", 8 },   { "int32", 4 },   { "int16", 2 },   { "int8", 1 },
-	{ "uint64", 8 },  { "uint32", 4 },  { "uint16", 2 },  { "uint8", 1 },
-	{ "bool", 1 },
+/* Every dtype the library knows; their sizes are the library's
+ * (evs_dtype_size), so the demo cannot disagree with it. */
+static const char *const dtypes[] = {
+	"float64", "float32", "float16", "bfloat16",
+	"int64",   "int32",   "int16",   "int8",
+	"uint64",  "uint32",  "uint16",  "uint8",
+	"bool",
 };
 #define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
 
@@ -63,8 +66,8 @@ int demo_pattern_parse(const char *s)
 
 static void set_dtype(struct demo_event *e, int i)
 {
-	snprintf(e->dtype, sizeof(e->dtype), "%s", dtypes[i].name);
-	e->esz = dtypes[i].size;
+	snprintf(e->dtype, sizeof(e->dtype), "%s", dtypes[i]);
+	e->esz = evs_dtype_size(dtypes[i]);
 }
 
 static void finish(struct demo_event *e)
