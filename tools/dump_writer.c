@@ -214,18 +214,17 @@ static void count_failure(struct dump_writer *w, struct dump_core *c, const char
 /* Complete files only: the name appears (rename) after the last byte is
  * written and the file is closed, so a full disk leaves no file that looks
  * valid, only a removed temporary. */
-static int write_npy(struct dump_core *c, uint64_t seq,
-		     const struct tensor_event *ev, char *name, size_t name_len)
+static int write_npy(struct dump_core *c, uint64_t seq, const struct tensor_event *ev,
+		     const char *descr, char *name, size_t name_len)
 {
-	char hdr[NPY_HEADER_MAX], descr[NPY_DESCR_MAX], tmp[64];
+	char hdr[NPY_HEADER_MAX], tmp[64];
 	struct iovec iov[2];
 	int hlen, fd, err;
 
 	snprintf(name, name_len, "%012" PRIu64 ".npy", seq);
 	snprintf(tmp, sizeof(tmp), ".%012" PRIu64 ".npy.tmp", seq);
-	err = npy_descr(ev->dtype, ev->elem_size, descr);
-	if (err)
-		return err;
+	if (!descr)
+		return -EINVAL;
 	hlen = npy_header(hdr, sizeof(hdr), descr, ev->ndim, ev->shape);
 	if (hlen < 0)
 		return hlen;
@@ -267,11 +266,10 @@ static int write_raw(struct dump_core *c, const struct evs_event_header *h, cons
 }
 
 static void index_line(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
-		       uint64_t gap, const struct tensor_event *ev, const char *file, uint64_t raw_off,
-		       int werr)
+		       uint64_t gap, const struct tensor_event *ev, const char *descr, const char *file,
+		       uint64_t raw_off, int werr)
 {
 	FILE *f = w->index;
-	char descr[NPY_DESCR_MAX];
 
 	fprintf(f, "{\"seq\":%" PRIu64 ",\"core\":%u,\"ts_ns\":%" PRIu64 ",\"gap\":%" PRIu64,
 		h->seq, core, h->timestamp_ns, gap);
@@ -286,7 +284,7 @@ static void index_line(struct dump_writer *w, unsigned int core, const struct ev
 	} else {
 		fprintf(f, ",\"dtype\":");
 		json_put_str(f, ev->dtype);
-		if (npy_descr(ev->dtype, ev->elem_size, descr) == 0) {
+		if (descr) {
 			fprintf(f, ",\"npy_dtype\":");
 			json_put_str(f, descr);
 		}
@@ -314,8 +312,8 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 {
 	struct dump_core *c = core_slot(w, core);
 	struct tensor_event ev;
-	char name[48], file[80];
-	const char *fname = NULL;
+	char name[48], file[80], dbuf[NPY_DESCR_MAX];
+	const char *fname = NULL, *descr = NULL;
 	uint64_t gap, raw_off = 0;
 	int err = 0;
 
@@ -334,9 +332,12 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	if (h->type != EVS_EVENT_TENSOR_READ || tensor_event_parse(payload, h->data_size, &ev)) {
 		c->bad++;
 		w->bad++;
-		index_line(w, core, h, gap, NULL, NULL, 0, 0);
+		index_line(w, core, h, gap, NULL, NULL, NULL, 0, 0);
 		return 0;
 	}
+	/* a parsed tensor has an element size, so this does not fail */
+	if (!ev.is_print && npy_descr(ev.dtype, ev.elem_size, dbuf) == 0)
+		descr = dbuf;
 	if (w->print) {
 		FILE *f = ev.pipe == 2 ? w->err : w->out;
 
@@ -345,7 +346,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 		preview_print(f, &ev);
 	}
 	if (w->mode == DUMP_NPY && !ev.is_print) {
-		err = write_npy(c, h->seq, &ev, name, sizeof(name));
+		err = write_npy(c, h->seq, &ev, descr, name, sizeof(name));
 		snprintf(file, sizeof(file), "c%u/%s", core, name);
 		if (err)
 			count_failure(w, c, file, err);
@@ -364,7 +365,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 		c->bytes += ev.bytes;
 		w->bytes += ev.bytes;
 	}
-	index_line(w, core, h, gap, &ev, fname, raw_off, err);
+	index_line(w, core, h, gap, &ev, descr, fname, raw_off, err);
 	return 0;
 }
 

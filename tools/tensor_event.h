@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A debug-tensor-read payload, read out of a ring record: the fixed
- * 1024-byte part is copied once and checked; the tensor bytes stay in the
- * ring (data points there).
+ * A debug-tensor-read payload, read out of a ring record: each field used
+ * is copied once out of the fixed 1024-byte part and checked; the tensor
+ * bytes stay in the ring (data points there).
  */
 #ifndef EVS_TOOLS_TENSOR_EVENT_H
 #define EVS_TOOLS_TENSOR_EVENT_H
