@@ -145,7 +145,8 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 	for (unsigned int i = 0; i < d->n; i++) {
 		struct stream *s = &d->s[i];
 		struct evs_stream_stats st = { .sz = sizeof(st) };
-		struct dump_core z = { 0 }, *c = s->core < d->w.ncores ? &d->w.cores[s->core] : &z;
+		/* add_stream() gave every stream its slot */
+		const struct dump_core *c = &d->w.cores[s->core];
 
 		evs_consumer__stats(s->c, &st);
 		if (json)
@@ -541,7 +542,7 @@ int main(int argc, char **argv)
 			snprintf(def, sizeof(def), "%s/npy", convert);
 			out = def;
 		}
-		return dump_convert(convert, out, d.summary || !quiet) ? 1 : 0;
+		return dump_convert(convert, out, !quiet) ? 1 : 0;
 	}
 	if (optind < argc)
 		d.name = argv[optind++];
