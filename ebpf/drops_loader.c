@@ -412,11 +412,6 @@ pid_t evs_drops__owner_pid(const struct evs_drops *d)
 	return d ? d->owner_pid : 0;
 }
 
-int evs_drops__map_fd(const struct evs_drops *d)
-{
-	return d ? d->map_fd : -EINVAL;
-}
-
 const char *evs_drops__binary(const struct evs_drops *d)
 {
 	return d ? d->binary : "";
