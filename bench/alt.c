@@ -117,10 +117,7 @@ static struct tput alt_one(bool sock, size_t size, const uint8_t *src)
 	}
 	run_start(&a.run, bopt.secs / 4, bopt.secs);
 	bench_pair(alt_writer, &a, alt_reader, &a);
-	t.ev_s = run_rate(&a.run);
-	t.gb_s = t.ev_s * (double)size / 1e9;
-	t.ok = t.ev_s > 0;
-	return t;
+	return tput_of(run_rate(&a.run), size);
 }
 
 struct tput alt_measure(bool sock, size_t size)

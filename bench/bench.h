@@ -99,9 +99,10 @@ struct tput {
 struct lat {
 	double p50, p90, p99, p999, max, mean;
 	uint64_t n;
-	bool ok;
 };
 void lat_from_hist(struct lat *l, const struct hist *h);
+/* A throughput figure from events/s and the payload size. */
+struct tput tput_of(double ev_s, size_t size);
 
 struct limits {
 	struct tput memcpy_bw[NPAYLOADS];  /* payload-sized copies over a ring-sized area */
@@ -140,6 +141,8 @@ void drops_run(void);
 void drops_bpf_fold(void);
 
 /* Report: human lines on stdout, or one JSON document with --json. */
+void rep_begin(void);                          /* the document's opening brace */
+void rep_finish(void);                         /* ... and its end */
 void rep_section(const char *name);           /* starts a JSON array */
 void rep_section_end(void);
 void rep_obj_begin(void);
@@ -221,6 +224,13 @@ static inline void run_mark(struct run *r, uint64_t count)
 		}
 		r->seen = ph;
 	}
+}
+
+/* Consumer: the producer has stopped and everything it sent is received. */
+static inline bool run_drained(const struct run *r, uint64_t got)
+{
+	return atomic_load_explicit(&r->done, memory_order_acquire) &&
+	       got >= atomic_load_explicit(&r->sent_total, memory_order_relaxed);
 }
 
 static inline double run_rate(const struct run *r)

@@ -133,7 +133,6 @@ double hist_pct(const struct hist *h, double q)
 void lat_from_hist(struct lat *l, const struct hist *h)
 {
 	l->n = h->count;
-	l->ok = h->count > 0;
 	l->p50 = hist_pct(h, 0.50);
 	l->p90 = hist_pct(h, 0.90);
 	l->p99 = hist_pct(h, 0.99);
@@ -266,14 +265,12 @@ void rep_lat(const char *k, const struct lat *l)
 	rep_obj_end();
 }
 
-void rep_begin(void);
 void rep_begin(void)
 {
 	js_put("{");
 	js_first = true;
 }
 
-void rep_finish(void);
 void rep_finish(void)
 {
 	js_put("\n}\n");
@@ -343,4 +340,9 @@ FILE *plot_open(const char *file, const char *header)
 	}
 	fprintf(f, "%s\n", header);
 	return f;
+}
+
+struct tput tput_of(double ev_s, size_t size)
+{
+	return (struct tput){ .ev_s = ev_s, .gb_s = ev_s * (double)size / 1e9, .ok = ev_s > 0 };
 }

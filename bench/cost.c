@@ -12,10 +12,10 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bare.h"
 #include "bench.h"
 #include "evstream/evstream.h"
 
@@ -25,31 +25,25 @@
 
 static volatile uint64_t sink;
 
+/* The fastest pass of BATCH records, per side, over every call: the cost
+ * with nothing else on the CPU (the host's interruptions only ever add). */
 struct cost {
 	double prod_ns, cons_ns;
 	bool ok;
 };
 
-/* The fastest of several passes of BATCH records: the cost with nothing
- * else on the CPU (the host's interruptions only ever add to it). */
-struct pass_best {
-	double prod, cons;
-};
-
-static void best_of(struct pass_best *b, uint64_t t0, uint64_t t1, uint64_t t2)
+static void best_of(struct cost *b, uint64_t t0, uint64_t t1, uint64_t t2)
 {
 	double p = (double)(t1 - t0) / COST_BATCH, c = (double)(t2 - t1) / COST_BATCH;
 
-	b->prod = p < b->prod ? p : b->prod;
-	b->cons = c < b->cons ? c : b->cons;
+	b->prod_ns = p < b->prod_ns ? p : b->prod_ns;
+	b->cons_ns = c < b->cons_ns ? c : b->cons_ns;
 }
 
-static struct cost cost_evstream(const uint8_t *src, int passes)
+static void cost_evstream(struct cost *b, const uint8_t *src, int passes)
 {
 	EVS_OPTS(evs_producer_opts, po, .ring_bytes = COST_RING, .max_events = COST_RING / 64,
 		 .hugepages = EVS_HUGEPAGES_OFF, .no_timestamps = true);
-	struct pass_best b = { 1e9, 1e9 };
-	struct cost out = { 0 };
 	struct evs_producer *p = evs_producer__new(NULL, 1, &po);
 	struct evs_consumer *c = p ? evs_consumer__connect(NULL, 0, NULL) : NULL;
 	struct evs_record rec;
@@ -57,7 +51,7 @@ static struct cost cost_evstream(const uint8_t *src, int passes)
 	if (!c) {
 		warn("SKIP per-event cost: %s", evs_errmsg());
 		evs_producer__free(p);
-		return out;
+		return;
 	}
 	for (int k = 0; k < passes; k++) {
 		uint64_t t0 = bench_now(), t1, t2;
@@ -82,96 +76,63 @@ static struct cost cost_evstream(const uint8_t *src, int passes)
 			evs_consumer__release(c);
 		}
 		t2 = bench_now();
-		best_of(&b, t0, t1, t2);
+		best_of(b, t0, t1, t2);
 	}
-	out = (struct cost){ b.prod, b.cons, true };
+	b->ok = true;
 out:
 	evs_consumer__free(c);
 	evs_producer__free(p);
-	return out;
 }
 
-/* bare.c's ring, one thread: the same records, nothing but positions. */
-static struct cost cost_bare(const uint8_t *src, int passes)
+static void cost_bare(struct cost *b, const uint8_t *src, int passes)
 {
-	uint8_t *ring = aligned_alloc(4096, COST_RING);
-	struct pass_best b = { 1e9, 1e9 };
-	uint64_t len = 64 + COST_SIZE, ppos = 0, cpos = 0, n = 0;
-	/* the positions the other side would read, as in bare.c */
-	static _Atomic uint64_t prod_pos __attribute__((aligned(128)));
-	static _Atomic uint64_t cons_pos __attribute__((aligned(128)));
+	struct bare_ring ring = { .cap = COST_RING };
+	struct bare_side prod = { 0 }, cons = { 0 };
+	size_t area = COST_RING + bare_rec_len(COST_SIZE);
+	uint64_t n = 0;
 
-	if (!ring)
-		return (struct cost){ 0 };
-	memset(ring, 0, COST_RING);
-	atomic_store(&prod_pos, 0);
-	atomic_store(&cons_pos, 0);
+	ring.area = aligned_alloc(4096, area);
+	if (!ring.area)
+		return;
+	memset(ring.area, 0, area);
 	for (int k = 0; k < passes; k++) {
 		uint64_t t0 = bench_now(), t1, t2;
 
-		for (int i = 0; i < COST_BATCH; i++) {
-			uint64_t *h = (uint64_t *)(ring + ppos % COST_RING);
-
-			if (ppos + len - atomic_load_explicit(&cons_pos, memory_order_relaxed) > COST_RING)
-				break; /* cannot happen: a batch is a quarter of the ring */
-			memcpy(h + 8, src, COST_SIZE);
-			h[0] = COST_SIZE;
-			h[1] = 1;
-			h[2] = n++;
-			ppos += len;
-			atomic_store_explicit(&prod_pos, ppos, memory_order_release);
-		}
+		/* a batch is a quarter of the ring: never full, never empty */
+		for (int i = 0; i < COST_BATCH; i++)
+			bare_push(&ring, &prod, src, COST_SIZE, n++);
 		t1 = bench_now();
 		for (int i = 0; i < COST_BATCH; i++) {
-			const uint8_t *r = ring + cpos % COST_RING;
-			uint64_t size;
+			const uint8_t *r = bare_peek(&ring, &cons);
+			uint64_t size = *(const volatile uint64_t *)r;
 
-			if (cpos == atomic_load_explicit(&prod_pos, memory_order_acquire))
-				break;
-			size = *(const volatile uint64_t *)r;
 			sink += touch(r + 64, size);
-			cpos += 64 + ((size + 7) & ~(uint64_t)7);
-			atomic_store_explicit(&cons_pos, cpos, memory_order_release);
+			bare_release(&ring, &cons, size);
 		}
 		t2 = bench_now();
-		best_of(&b, t0, t1, t2);
+		best_of(b, t0, t1, t2);
 	}
-	free(ring);
-	return (struct cost){ b.prod, b.cons, true };
+	free(ring.area);
+	b->ok = true;
 }
 
 void cost_run(void)
 {
 	uint8_t src[COST_SIZE];
 	int passes = bopt.quick ? 200 : 1000;
-	struct cost e, b;
-
-	cpu_set_t was;
-	bool restore = sched_getaffinity(0, sizeof(was), &was) == 0;
+	struct cost e = { INFINITY, INFINITY, false }, b = e;
 
 	memset(src, 0xa5, sizeof(src));
 	if (bench_pin(BENCH_CPU_PRODUCER))
 		warn("per-event cost: cannot pin to CPU %d; figures may move", BENCH_CPU_PRODUCER);
 	progress("per-event cost");
-	/* interleaved, so that both see the same state of the host */
-	b = cost_bare(src, passes / 2);
-	e = cost_evstream(src, passes / 2);
-	{
-		struct cost b2 = cost_bare(src, passes / 2), e2 = cost_evstream(src, passes / 2);
-
-		if (b2.ok && b2.prod_ns < b.prod_ns)
-			b.prod_ns = b2.prod_ns;
-		if (b2.ok && b2.cons_ns < b.cons_ns)
-			b.cons_ns = b2.cons_ns;
-		if (e2.ok && e.ok && e2.prod_ns < e.prod_ns)
-			e.prod_ns = e2.prod_ns;
-		if (e2.ok && e.ok && e2.cons_ns < e.cons_ns)
-			e.cons_ns = e2.cons_ns;
+	/* halves interleaved, so that both see the same states of the host */
+	for (int half = 0; half < 2; half++) {
+		cost_bare(&b, src, passes / 2);
+		cost_evstream(&e, src, passes / 2);
 	}
 	progress_done();
-	if (restore)
-		sched_setaffinity(0, sizeof(was), &was);
-	say("\n== CPU time per 64-byte event, one core, ring in its L2 (best of %d passes of %d)\n",
+	say("\n== CPU time per 64-byte event, no timestamps, one core, ring in its L2 (best of %d passes of %d)\n",
 	    passes, COST_BATCH);
 	say("%-34s %10s %10s\n", "", "producer", "consumer");
 	if (b.ok)
@@ -183,14 +144,15 @@ void cost_run(void)
 	rep_section("cost");
 	rep_obj_begin();
 	rep_int("payload", COST_SIZE);
+	rep_int("timestamps", 0);
 	rep_int("ring_bytes", COST_RING);
 	rep_int("passes", (uint64_t)passes);
 	rep_num("producer_ns", e.ok ? e.prod_ns : NAN);
 	rep_num("consumer_ns", e.ok ? e.cons_ns : NAN);
 	rep_num("bare_producer_ns", b.ok ? b.prod_ns : NAN);
 	rep_num("bare_consumer_ns", b.ok ? b.cons_ns : NAN);
-	rep_num("x_bare_producer", e.ok ? ratio(e.prod_ns, b.prod_ns) : NAN);
-	rep_num("x_bare_consumer", e.ok ? ratio(e.cons_ns, b.cons_ns) : NAN);
+	rep_num("x_bare_producer", e.ok && b.ok ? ratio(e.prod_ns, b.prod_ns) : NAN);
+	rep_num("x_bare_consumer", e.ok && b.ok ? ratio(e.cons_ns, b.cons_ns) : NAN);
 	rep_obj_end();
 	rep_section_end();
 }

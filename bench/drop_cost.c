@@ -10,14 +10,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "evstream/evstream.h"
 #include "drops_loader.h"
 #include "probes.h"
@@ -26,14 +24,6 @@
 #define HITS 20000   /* drop+flush pairs: one probe hit each */
 
 static char payload[100];
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 /*
  * n drops on a full ring, timed in chunks of CHUNK: the best chunk is the
@@ -62,11 +52,11 @@ static struct timing time_drops(struct evs_producer *p, long n)
 	if (!t)
 		return r;
 	for (long c = 0; c < chunks; c++) {
-		double t0 = now_ns();
+		double t0 = (double)bench_now();
 
 		for (long i = 0; i < per; i++)
 			evs_producer__emit(p, 0, 1, payload, sizeof(payload));
-		t[c] = (now_ns() - t0) / (double)per;
+		t[c] = ((double)bench_now() - t0) / (double)per;
 	}
 	evs_producer__flush(p, 0);
 	qsort(t, chunks, sizeof(*t), cmp_double);
@@ -79,21 +69,13 @@ static struct timing time_drops(struct evs_producer *p, long n)
 /* Each drop reported on its own (flush after every drop): ns per pair. */
 static double time_hits(struct evs_producer *p)
 {
-	double t0 = now_ns();
+	double t0 = (double)bench_now();
 
 	for (int i = 0; i < HITS; i++) {
 		evs_producer__emit(p, 0, 1, payload, sizeof(payload));
 		evs_producer__flush(p, 0);
 	}
-	return (now_ns() - t0) / HITS;
-}
-
-static int find_lib(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-	(void)size;
-	if (info->dlpi_name && strstr(info->dlpi_name, "libevstream.so"))
-		return realpath(info->dlpi_name, ctx) != NULL;
-	return 0;
+	return ((double)bench_now() - t0) / HITS;
 }
 
 int main(int argc, char **argv)
@@ -110,7 +92,7 @@ int main(int argc, char **argv)
 	int json = 0, c, rc = 0;
 	struct timing no_bpf, bpf = { 0, 0 };
 	double no_bpf_hit, bpf_hit = 0;
-	char lib[PATH_MAX] = "", pin[64], reason[1100] = "";
+	char pin[64], reason[1100] = "", *end;
 	unsigned long long counted = 0, expect = 0;
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 	struct evs_producer *p;
@@ -121,9 +103,10 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'n':
-			n = strtol(optarg, NULL, 10);
-			if (n <= 0)
-				return fprintf(stderr, "evs-bench-drops: bad --events\n"), 2;
+			n = strtol(optarg, &end, 10);
+			if (n <= 0 || *end || end == optarg)
+				return fprintf(stderr, "evs-bench-drops: --events '%s' is not allowed: "
+					       "use a positive count\n", optarg), 2;
 			break;
 		default:
 			fprintf(stderr, "usage: evs-bench-drops [--json] [--events N]\n");
@@ -146,12 +129,12 @@ int main(int argc, char **argv)
 	no_bpf = time_drops(p, n);
 	no_bpf_hit = time_hits(p);
 
-	dl_iterate_phdr(find_lib, lib);
 	if (evs_drops__check_env(pin)) {
 		snprintf(reason, sizeof(reason), "%s", evs_drops__errmsg());
 		rc = 77;
 	} else {
-		struct evs_drops_opts o = { .sz = sizeof(o), .pin_dir = pin, .binary = lib };
+		/* this process only: the loader finds the library it has mapped */
+		struct evs_drops_opts o = { .sz = sizeof(o), .pin_dir = pin, .pid = getpid() };
 		struct evs_drop_val v;
 
 		d = evs_drops__open(&o);

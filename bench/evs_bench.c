@@ -20,8 +20,6 @@
 #include "bench.h"
 #include "evstream/evstream.h"
 
-void rep_begin(void);
-void rep_finish(void);
 
 static void usage(FILE *f)
 {
@@ -126,11 +124,11 @@ static void target(const char *name, double value, double goal, bool at_least, c
 	rep_str("target", name);
 	rep_num("value", value);
 	rep_num("goal", goal);
+	rep_int("at_least", at_least);
 	rep_str("unit", unit);
 	rep_str("status", isnan(value) ? "not_measured" : met ? "met" : "missed");
 	rep_obj_end();
 }
-
 
 static void targets(void)
 {

@@ -47,14 +47,14 @@ static volatile uint64_t sink;
 static void *tp_producer(void *arg)
 {
 	struct tp *t = arg;
-	uint64_t n = 0;
+	uint64_t n = 0, retries = 0; /* stored once: the consumer reads this struct */
 
 	for (;;) {
 		if (t->path == P_COPY) {
 			int err = evs_producer__emit(t->p, 0, 1, t->src, t->size);
 
 			if (err == -ENOBUFS) {
-				t->full_retries++;
+				retries++;
 				cpu_relax();
 				continue;
 			}
@@ -69,7 +69,7 @@ static void *tp_producer(void *arg)
 				if (errno == ENOBUFS) {
 					if (t->path == P_DEFERRED)
 						evs_producer__publish(t->p, 0);
-					t->full_retries++;
+					retries++;
 					cpu_relax();
 					continue;
 				}
@@ -91,14 +91,14 @@ static void *tp_producer(void *arg)
 	}
 	if (t->path == P_DEFERRED)
 		evs_producer__publish(t->p, 0);
+	t->full_retries = retries;
 	run_finish(&t->run, n);
 	return NULL;
 }
 
 static bool tp_drained(struct tp *t)
 {
-	return atomic_load_explicit(&t->run.done, memory_order_acquire) &&
-	       t->got >= atomic_load_explicit(&t->run.sent_total, memory_order_relaxed);
+	return run_drained(&t->run, t->got);
 }
 
 static int batch_cb(void *ctx, const struct evs_record *rec)
@@ -231,9 +231,7 @@ static int tp_one(const struct variant *v, size_t size, const uint8_t *src, stru
 	else
 		evs_consumer__free(t.c);
 	evs_producer__free(t.p);
-	out->ev_s = run_rate(&t.run);
-	out->gb_s = out->ev_s * (double)size / 1e9;
-	out->ok = out->ev_s > 0;
+	*out = tput_of(run_rate(&t.run), size);
 	*retries = t.full_retries;
 	/* the copy path sleeps in poll() instead of counting */
 	*empty_per_event = t.got && v->path != P_COPY ? (double)t.empty / (double)t.got : NAN;
@@ -267,11 +265,6 @@ static double paired_ratio(const double *a, const double *b, int n)
 	for (int r = 0; r < n; r++)
 		q[r] = ratio(a[r], b[r]);
 	return median(q, n);
-}
-
-static struct tput tput_of(double ev_s, size_t size)
-{
-	return (struct tput){ .ev_s = ev_s, .gb_s = ev_s * (double)size / 1e9, .ok = ev_s > 0 };
 }
 
 static const struct variant variants[] = {
@@ -324,8 +317,14 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 		uint64_t retries = 0, ring = 0;
 		double empty = NAN;
 
-		if (!variant_wanted(v, size) || pr->skipped[k][0] || (v->huge && *huge_skipped))
+		if (!variant_wanted(v, size) || pr->skipped[k][0])
 			continue;
+		/* skipped as a whole, earlier rounds too: a median needs them all */
+		if (v->huge && *huge_skipped) {
+			snprintf(pr->skipped[k], sizeof(pr->skipped[k]),
+				 "huge pages could not be had for an earlier variant");
+			continue;
+		}
 		if (tp_one(v, size, src, &t, &retries, &ring, &empty) < 0) {
 			snprintf(pr->skipped[k], sizeof(pr->skipped[k]), "%s",
 				 evs_errmsg()[0] ? evs_errmsg() : "cannot run here");

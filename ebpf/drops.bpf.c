@@ -29,9 +29,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } drops_owner SEC(".maps");
 
-/* batches that found the map full: the table is then incomplete */
-__u64 lost_batches = 0;
-
 SEC("usdt")
 int BPF_USDT(evs_drop, int core, __u64 events, __u64 bytes, int cause, __u64 total, int first)
 {
@@ -48,10 +45,8 @@ int BPF_USDT(evs_drop, int core, __u64 events, __u64 bytes, int cause, __u64 tot
 		/* NOEXIST: another CPU may have created it meanwhile; keep theirs */
 		bpf_map_update_elem(&drops, &key, &zero, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&drops, &key);
-		if (!v) {
-			__sync_fetch_and_add(&lost_batches, 1);
-			return 0;
-		}
+		if (!v)
+			return 0; /* the map is full */
 	}
 	/* atomic: threads of one process may report for the same core */
 	__sync_fetch_and_add(&v->events, events);

@@ -131,6 +131,15 @@ static int file_exists(const char *p)
 	return access(p, R_OK) == 0;
 }
 
+/* Debian's multiarch library directory of the architecture built for */
+#if defined(__x86_64__)
+#define MULTIARCH_LIBDIR "/usr/lib/x86_64-linux-gnu/"
+#elif defined(__aarch64__)
+#define MULTIARCH_LIBDIR "/usr/lib/aarch64-linux-gnu/"
+#else
+#define MULTIARCH_LIBDIR "/usr/lib/"
+#endif
+
 int evs_drops__default_binary(char *buf, size_t len)
 {
 	static const char *const rel[] = {
@@ -140,7 +149,7 @@ int evs_drops__default_binary(char *buf, size_t len)
 	};
 	static const char *const abs[] = {
 		"/usr/local/lib/libevstream.so.1",
-		"/usr/lib/x86_64-linux-gnu/libevstream.so.1",
+		MULTIARCH_LIBDIR "libevstream.so.1",
 		"/usr/lib/libevstream.so.1",
 	};
 	char exe[PATH_MAX], cand[PATH_MAX + 64];
@@ -410,11 +419,6 @@ int evs_drops__is_owner(const struct evs_drops *d)
 pid_t evs_drops__owner_pid(const struct evs_drops *d)
 {
 	return d ? d->owner_pid : 0;
-}
-
-int evs_drops__map_fd(const struct evs_drops *d)
-{
-	return d ? d->map_fd : -EINVAL;
 }
 
 const char *evs_drops__binary(const struct evs_drops *d)

@@ -37,7 +37,6 @@ void evs_drops__free(struct evs_drops *d);
 /* 1: this handle holds the probe attached; 0: it reads another's maps. */
 int evs_drops__is_owner(const struct evs_drops *d);
 pid_t evs_drops__owner_pid(const struct evs_drops *d);
-int evs_drops__map_fd(const struct evs_drops *d);
 const char *evs_drops__binary(const struct evs_drops *d);
 const char *evs_drops__pin_dir(const struct evs_drops *d);
 
@@ -70,8 +69,6 @@ void evs_drops__set_verbose(int on);
 
 /* ------------------------------------------------------------ stapsdt */
 struct evs_stapsdt_note {
-	unsigned long long pc;    /* probe address (ELF virtual address) */
-	unsigned long long base;  /* .stapsdt.base as linked */
 	unsigned long long sema;  /* semaphore address, 0: none */
 	char args[256];
 };

@@ -60,8 +60,6 @@ static int note_parse(Elf *elf, Elf_Data *data, const char *provider, const char
 				n = sizeof(out->args) - 1;
 			memcpy(out->args, p, n);
 			out->args[n] = 0;
-			out->pc = a[0];
-			out->base = a[1];
 			out->sema = a[2];
 		}
 		return 0;

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bare SPSC ring: the limit of the design, with nothing but what moving
+ * a record needs. Records are evstream's (a 64-byte header and the payload,
+ * 8-aligned) in an area with a record's worth of slack past its end, so
+ * that none wraps. Each side keeps a running offset and a cached copy of
+ * the other side's position, as evstream does, and publishes its own
+ * position after every record. bare.c runs it on two CPUs, cost.c on one.
+ */
+#ifndef EVS_BENCH_BARE_H
+#define EVS_BENCH_BARE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+struct bare_ring {
+	uint8_t *area;
+	uint64_t cap;
+	_Atomic uint64_t prod_pos __attribute__((aligned(128)));
+	_Atomic uint64_t cons_pos __attribute__((aligned(128)));
+};
+
+struct bare_side {
+	uint64_t pos, off, other; /* own position, its offset, the other's last seen */
+};
+
+static inline uint64_t bare_rec_len(uint64_t size)
+{
+	return 64 + ((size + 7) & ~(uint64_t)7);
+}
+
+/* Producer: false when the ring is full. */
+static inline bool bare_push(struct bare_ring *b, struct bare_side *p, const void *src,
+			     uint64_t size, uint64_t seq)
+{
+	uint64_t len = bare_rec_len(size);
+	uint64_t *h;
+
+	if (p->pos + len - p->other > b->cap) {
+		p->other = atomic_load_explicit(&b->cons_pos, memory_order_acquire);
+		if (p->pos + len - p->other > b->cap)
+			return false;
+	}
+	h = (uint64_t *)(b->area + p->off);
+	memcpy(h + 8, src, size);
+	h[0] = size;
+	h[1] = 1;
+	h[2] = seq;
+	p->pos += len;
+	p->off += len;
+	if (p->off >= b->cap)
+		p->off -= b->cap;
+	atomic_store_explicit(&b->prod_pos, p->pos, memory_order_release);
+	return true;
+}
+
+/* Consumer: the next record's header, or NULL when the ring is empty. */
+static inline const uint8_t *bare_peek(struct bare_ring *b, struct bare_side *c)
+{
+	if (c->pos == c->other) {
+		c->other = atomic_load_explicit(&b->prod_pos, memory_order_acquire);
+		if (c->pos == c->other)
+			return NULL;
+	}
+	return b->area + c->off;
+}
+
+static inline void bare_release(struct bare_ring *b, struct bare_side *c, uint64_t size)
+{
+	uint64_t len = bare_rec_len(size);
+
+	c->pos += len;
+	c->off += len;
+	if (c->off >= b->cap)
+		c->off -= b->cap;
+	atomic_store_explicit(&b->cons_pos, c->pos, memory_order_release);
+}
+
+#endif
