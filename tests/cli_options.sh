@@ -27,7 +27,7 @@ refused() {
 	fi
 }
 
-for b in evs-dump evs-demo evs-soak; do
+for b in evs-dump evs-demo evs-soak evs-example; do
 	[ -x "$B/$b" ] || { echo "FAIL: $B/$b is not built"; exit 1; }
 done
 
@@ -42,6 +42,28 @@ refused evs-dump --seconds abc "a number of seconds from 0 to" -o "$T/d"
 refused evs-dump --wait -1 "a number of seconds from 0 to" -o "$T/d"
 refused evs-dump --seconds nan "a number of seconds" -o "$T/d"
 [ -e "$T/d" ] && { echo "FAIL: evs-dump created its output directory before refusing"; fails=$((fails + 1)); }
+
+# evs-dump --cores takes digits, commas and ranges only
+for bad in +1 " 1" 1- 2-1 0,,1; do
+	"$B/evs-dump" --cores "$bad" -o "$T/d" x >"$T/out" 2>"$T/err"; rc=$?
+	if [ "$rc" -eq 2 ] && grep -qF -- "--cores '$bad': use a list like 0,2-3" "$T/err"; then
+		echo "ok: evs-dump --cores '$bad' refused"
+	else
+		echo "FAIL: evs-dump --cores '$bad': exit $rc"; sed 's/^/  /' "$T/err"
+		fails=$((fails + 1))
+	fi
+done
+
+# evs-example's event count
+for bad in 5x 0 -3 ""; do
+	"$B/evs-example" produce "cli-$$" "$bad" >"$T/out" 2>"$T/err"; rc=$?
+	if [ "$rc" -eq 2 ] && grep -qF -- "EVENTS '$bad' is not allowed: use 1 to 1000000" "$T/err"; then
+		echo "ok: evs-example EVENTS '$bad' refused"
+	else
+		echo "FAIL: evs-example EVENTS '$bad': exit $rc"; sed 's/^/  /' "$T/err"
+		fails=$((fails + 1))
+	fi
+done
 
 # evs-demo
 refused evs-demo --ring 8X "a size in bytes"

@@ -8,6 +8,7 @@
  * timerfd sit in one epoll set. Streams are drained in turns of a bounded
  * batch so that a busy core cannot starve the others.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -383,14 +384,20 @@ static int parse_cores(const char *s, unsigned char *set)
 {
 	while (*s) {
 		char *end;
-		unsigned long a = strtoul(s, &end, 10), b = a;
+		unsigned long a, b;
 
-		if (end == s || a >= MAX_CORES)
+		/* digits only: strtoul would also take a sign or blanks */
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		a = b = strtoul(s, &end, 10);
+		if (a >= MAX_CORES)
 			return -EINVAL;
 		s = end;
 		if (*s == '-') {
-			b = strtoul(++s, &end, 10);
-			if (end == s || b >= MAX_CORES || b < a)
+			if (!isdigit((unsigned char)*++s))
+				return -EINVAL;
+			b = strtoul(s, &end, 10);
+			if (b >= MAX_CORES || b < a)
 				return -EINVAL;
 			s = end;
 		}

@@ -131,10 +131,15 @@ static int consume(const char *name)
 
 int main(int argc, char **argv)
 {
-	int events = argc > 3 ? atoi(argv[3]) : 20;
+	char *end = NULL;
+	long events = argc > 3 ? strtol(argv[3], &end, 10) : 20;
 
-	if (argc < 3 || (strcmp(argv[1], "produce") && strcmp(argv[1], "consume")) || events <= 0) {
-		fprintf(stderr, "usage: evs-example produce|consume NAME [EVENTS>0]\n");
+	if (argc < 3 || (strcmp(argv[1], "produce") && strcmp(argv[1], "consume"))) {
+		fprintf(stderr, "usage: evs-example produce|consume NAME [EVENTS]\n");
+		return 2;
+	}
+	if (end && (end == argv[3] || *end || events <= 0 || events > 1000000)) {
+		fprintf(stderr, "evs-example: EVENTS '%s' is not allowed: use 1 to 1000000\n", argv[3]);
 		return 2;
 	}
 	return strcmp(argv[1], "produce") ? consume(argv[2]) : produce(argv[2], events);
