@@ -43,26 +43,26 @@ refused evs-dump --wait -1 "a number of seconds from 0 to" -o "$T/d"
 refused evs-dump --seconds nan "a number of seconds" -o "$T/d"
 [ -e "$T/d" ] && { echo "FAIL: evs-dump created its output directory before refusing"; fails=$((fails + 1)); }
 
+# says MESSAGE ARGS...: the command exits 2 with MESSAGE on stderr (for
+# the arguments that are not options and have their own wording)
+says() {
+	local msg=$1 rc; shift
+	"$@" >"$T/out" 2>"$T/err"; rc=$?
+	if [ "$rc" -eq 2 ] && grep -qF -- "$msg" "$T/err"; then
+		echo "ok: ${1##*/} refused: $(cat "$T/err")"
+	else
+		echo "FAIL: $*: exit $rc, expected 2 and '$msg':"; sed 's/^/  /' "$T/err"
+		fails=$((fails + 1))
+	fi
+}
+
 # evs-dump --cores takes digits, commas and ranges only
 for bad in +1 " 1" 1- 2-1 0,,1; do
-	"$B/evs-dump" --cores "$bad" -o "$T/d" x >"$T/out" 2>"$T/err"; rc=$?
-	if [ "$rc" -eq 2 ] && grep -qF -- "--cores '$bad': use a list like 0,2-3" "$T/err"; then
-		echo "ok: evs-dump --cores '$bad' refused"
-	else
-		echo "FAIL: evs-dump --cores '$bad': exit $rc"; sed 's/^/  /' "$T/err"
-		fails=$((fails + 1))
-	fi
+	says "--cores '$bad': use a list like 0,2-3" "$B/evs-dump" --cores "$bad" -o "$T/d" x
 done
-
 # evs-example's event count
 for bad in 5x 0 -3 ""; do
-	"$B/evs-example" produce "cli-$$" "$bad" >"$T/out" 2>"$T/err"; rc=$?
-	if [ "$rc" -eq 2 ] && grep -qF -- "EVENTS '$bad' is not allowed: use 1 to 1000000" "$T/err"; then
-		echo "ok: evs-example EVENTS '$bad' refused"
-	else
-		echo "FAIL: evs-example EVENTS '$bad': exit $rc"; sed 's/^/  /' "$T/err"
-		fails=$((fails + 1))
-	fi
+	says "EVENTS '$bad' is not allowed: use 1 to 1000000" "$B/evs-example" produce "cli-$$" "$bad"
 done
 
 # evs-demo
