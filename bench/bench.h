@@ -74,6 +74,8 @@ void hist_init(struct hist *h);
 void hist_add(struct hist *h, uint64_t v);
 /* The value below which a fraction q of the samples lie (bucket middle). */
 double hist_pct(const struct hist *h, double q);
+/* Adds the samples of from to into. */
+void hist_merge(struct hist *into, const struct hist *from);
 
 /* Options shared by all parts. */
 struct bench_opts {
@@ -121,7 +123,14 @@ extern struct limits lim;
 /* Results kept for the targets summary. */
 /* Its median ratio to the pipe, or to memcpy, within rounds; NAN if not run. */
 double tput_ratio(const char *variant, size_t payload, bool vs_memcpy);
-const struct lat *lat_find(const char *name, const struct lat **limit);
+/* A latency case of this run: its figures over all rounds, the median of
+ * its limit, and the median of the ratios within each round. */
+struct lat_case {
+	char name[64];
+	struct lat l, limit;
+	double p50_x_limit, p999_x_limit_p50;
+};
+const struct lat_case *lat_find(const char *name);
 double drops_bpf_ns(void); /* ns per drop with the eBPF program, NAN if unknown */
 
 void limits_run(void);
@@ -164,6 +173,8 @@ void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * --plot-dir (or when it cannot be written, said loudly). */
 FILE *plot_open(const char *file, const char *header);
 double ratio(double a, double b);
+/* The median of n values (n <= MAX_ROUNDS); NAN for none. */
+double median(const double *v, int n);
 
 /*
  * A timed run between a producer and a consumer thread: the producer ticks

@@ -130,6 +130,18 @@ double hist_pct(const struct hist *h, double q)
 	return (double)h->max;
 }
 
+void hist_merge(struct hist *into, const struct hist *from)
+{
+	for (unsigned int i = 0; i < HIST_BUCKETS; i++)
+		into->b[i] += from->b[i];
+	into->count += from->count;
+	into->sum += from->sum;
+	if (from->min < into->min)
+		into->min = from->min;
+	if (from->max > into->max)
+		into->max = from->max;
+}
+
 void lat_from_hist(struct lat *l, const struct hist *h)
 {
 	l->n = h->count;
@@ -139,6 +151,23 @@ void lat_from_hist(struct lat *l, const struct hist *h)
 	l->p999 = hist_pct(h, 0.999);
 	l->max = h->count ? (double)h->max : NAN;
 	l->mean = h->count ? h->sum / (double)h->count : NAN;
+}
+
+double median(const double *v, int n)
+{
+	double w[MAX_ROUNDS];
+
+	if (n <= 0)
+		return NAN;
+	memcpy(w, v, sizeof(*w) * (size_t)n);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && w[j - 1] > w[j]; j--) {
+			double x = w[j];
+
+			w[j] = w[j - 1];
+			w[j - 1] = x;
+		}
+	return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
 }
 
 double ratio(double a, double b)

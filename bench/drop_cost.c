@@ -22,16 +22,24 @@
 
 #define CHUNK (256 * 1024) /* drops per timed chunk: 256 batches */
 #define HITS 20000   /* drop+flush pairs: one probe hit each */
+#define ROUNDS 5     /* phases without and with the program, alternated */
 
 static char payload[100];
 
 /*
- * n drops on a full ring, timed in chunks of CHUNK: the best chunk is the
- * cost without preemption by the other programs on the machine; the median
- * says how noisy it was. A chunk spans many batches, so the best chunk still
- * pays its share of probe hits.
+ * Drops on a full ring, timed in chunks of CHUNK. The phases without and
+ * with the program alternate over ROUNDS, and each side's figures come
+ * from all of its chunks: the host speeds these vCPUs up and slows them
+ * down by 2x within minutes, and one phase each, one after the other,
+ * compared a fast state with a slow one. The best chunk is the cost
+ * without preemption by the other programs on the machine; the median
+ * says how noisy it was. A chunk spans many batches, so the best chunk
+ * still pays its share of probe hits.
  */
-struct timing {
+struct side {
+	double *chunk;     /* ns per drop of every chunk timed */
+	long nchunks;
+	double hit_ns;     /* sum over rounds of ns per drop+flush pair */
 	double best, median;
 };
 
@@ -42,32 +50,24 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static struct timing time_drops(struct evs_producer *p, long n)
+static void time_drops(struct evs_producer *p, long n, struct side *sd)
 {
 	long chunks = n / CHUNK > 0 ? n / CHUNK : 1;
 	long per = n / chunks;
-	double *t = calloc(chunks, sizeof(*t));
-	struct timing r = { 0, 0 };
 
-	if (!t)
-		return r;
 	for (long c = 0; c < chunks; c++) {
 		double t0 = (double)bench_now();
 
 		for (long i = 0; i < per; i++)
 			evs_producer__emit(p, 0, 1, payload, sizeof(payload));
-		t[c] = ((double)bench_now() - t0) / (double)per;
+		if (sd)
+			sd->chunk[sd->nchunks++] = ((double)bench_now() - t0) / (double)per;
 	}
 	evs_producer__flush(p, 0);
-	qsort(t, chunks, sizeof(*t), cmp_double);
-	r.best = t[0];
-	r.median = t[chunks / 2];
-	free(t);
-	return r;
 }
 
 /* Each drop reported on its own (flush after every drop): ns per pair. */
-static double time_hits(struct evs_producer *p)
+static void time_hits(struct evs_producer *p, struct side *sd)
 {
 	double t0 = (double)bench_now();
 
@@ -75,7 +75,47 @@ static double time_hits(struct evs_producer *p)
 		evs_producer__emit(p, 0, 1, payload, sizeof(payload));
 		evs_producer__flush(p, 0);
 	}
-	return ((double)bench_now() - t0) / HITS;
+	sd->hit_ns += ((double)bench_now() - t0) / HITS;
+}
+
+static void side_sum_up(struct side *sd)
+{
+	qsort(sd->chunk, sd->nchunks, sizeof(*sd->chunk), cmp_double);
+	sd->best = sd->chunk[0];
+	sd->median = sd->chunk[sd->nchunks / 2];
+}
+
+/*
+ * One round with the program: attach, time, count, detach. Returns 0, or
+ * 77 with reason set when BPF cannot be used. *expect and *counted add up
+ * the drops the stream saw and those the program counted while attached.
+ */
+static int bpf_round(struct evs_producer *p, const char *pin, long n, struct side *sd,
+		     unsigned long long *expect, unsigned long long *counted,
+		     char *reason, size_t rlen)
+{
+	/* this process only: the loader finds the library it has mapped */
+	struct evs_drops_opts o = { .sz = sizeof(o), .pin_dir = pin, .pid = getpid() };
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_drop_val v;
+	struct evs_drops *d = evs_drops__open(&o);
+	uint64_t before;
+
+	if (!d) {
+		snprintf(reason, rlen, "%s", evs_drops__errmsg());
+		return 77;
+	}
+	evs_producer__stats(p, 0, &st);
+	before = st.dropped;
+	time_drops(p, n, sd);
+	time_hits(p, sd);
+	evs_producer__stats(p, 0, &st);
+	*expect += st.dropped - before;
+	if (evs_drops__lookup(d, getpid(), 0, &v) == 0)
+		*counted += v.events;
+	evs_drops__free(d);
+	evs_drops__unpin(pin);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -90,14 +130,13 @@ int main(int argc, char **argv)
 		 .hugepages = EVS_HUGEPAGES_OFF, .no_timestamps = 1);
 	long n = 10 * 1000 * 1000;
 	int json = 0, c, rc = 0;
-	struct timing no_bpf, bpf = { 0, 0 };
-	double no_bpf_hit, bpf_hit = 0;
+	struct side no_bpf = { 0 }, bpf = { 0 };
 	char pin[64], reason[1100] = "", *end;
 	unsigned long long counted = 0, expect = 0;
-	struct evs_stream_stats st = { .sz = sizeof(st) };
 	struct evs_producer *p;
 	struct evs_consumer *cons;
-	struct evs_drops *d = NULL;
+	long per_round;
+	int rounds = ROUNDS;
 
 	while ((c = getopt_long(argc, argv, "jn:h", lopts, NULL)) != -1) {
 		switch (c) {
@@ -124,48 +163,50 @@ int main(int argc, char **argv)
 	/* fill the ring; the consumer never reads: every emit from here drops */
 	evs_producer__emit(p, 0, 1, payload, sizeof(payload));
 	evs_producer__emit(p, 0, 1, payload, sizeof(payload));
-	time_drops(p, n / 10 + 1);   /* warm up */
+	time_drops(p, n / 10 + 1, NULL);   /* warm up */
 
-	no_bpf = time_drops(p, n);
-	no_bpf_hit = time_hits(p);
+	per_round = n / rounds > 0 ? n / rounds : 1;
+	for (int k = 0; k < 2; k++) {
+		struct side *sd = k ? &bpf : &no_bpf;
 
-	if (evs_drops__check_env(pin)) {
-		snprintf(reason, sizeof(reason), "%s", evs_drops__errmsg());
-		rc = 77;
-	} else {
-		/* this process only: the loader finds the library it has mapped */
-		struct evs_drops_opts o = { .sz = sizeof(o), .pin_dir = pin, .pid = getpid() };
-		struct evs_drop_val v;
-
-		d = evs_drops__open(&o);
-		if (!d) {
-			snprintf(reason, sizeof(reason), "%s", evs_drops__errmsg());
-			rc = 77;
-		} else {
-			evs_producer__stats(p, 0, &st);
-			expect = st.dropped;
-			bpf = time_drops(p, n);
-			bpf_hit = time_hits(p);
-			evs_producer__stats(p, 0, &st);
-			expect = st.dropped - expect;
-			if (evs_drops__lookup(d, getpid(), 0, &v) == 0)
-				counted = v.events;
-			evs_drops__free(d);
-			evs_drops__unpin(pin);
+		sd->chunk = calloc((size_t)rounds * (per_round / CHUNK + 1), sizeof(*sd->chunk));
+		if (!sd->chunk) {
+			fprintf(stderr, "evs-bench-drops: out of memory\n");
+			rc = 1;
 		}
 	}
+	if (rc == 0 && evs_drops__check_env(pin)) {
+		snprintf(reason, sizeof(reason), "%s", evs_drops__errmsg());
+		rc = 77;
+	}
+	for (int r = 0; r < rounds && rc != 1; r++) {
+		time_drops(p, per_round, &no_bpf);
+		time_hits(p, &no_bpf);
+		if (rc == 0)
+			rc = bpf_round(p, pin, per_round, &bpf, &expect, &counted,
+				       reason, sizeof(reason));
+	}
+	if (rc == 1)
+		return 1;
+	side_sum_up(&no_bpf);
+	if (rc == 0)
+		side_sum_up(&bpf);
+	no_bpf.hit_ns /= rounds;
+	bpf.hit_ns /= rounds;
 	evs_consumer__free(cons);
 	evs_producer__free(p);
+	free(no_bpf.chunk);
+	free(bpf.chunk);
 
 	if (json) {
 		printf("{\"bench\":\"drop_cost\",\"events\":%ld,\"chunk\":%d,\"batch\":%u,"
-		       "\"ns_per_drop_no_bpf\":%.2f,\"ns_per_drop_no_bpf_median\":%.2f",
-		       n, CHUNK, EVS_DROP_BATCH, no_bpf.best, no_bpf.median);
+		       "\"rounds\":%d,\"ns_per_drop_no_bpf\":%.2f,\"ns_per_drop_no_bpf_median\":%.2f",
+		       n, CHUNK, EVS_DROP_BATCH, rounds, no_bpf.best, no_bpf.median);
 		if (rc == 0)
 			printf(",\"bpf\":true,\"ns_per_drop_bpf\":%.2f,\"ns_per_drop_bpf_median\":%.2f,"
 			       "\"ns_added_by_bpf\":%.2f,\"ns_per_probe_hit\":%.0f,"
 			       "\"bpf_counted\":%llu,\"bpf_expected\":%llu,\"target_ns\":10",
-			       bpf.best, bpf.median, bpf.best - no_bpf.best, bpf_hit - no_bpf_hit,
+			       bpf.best, bpf.median, bpf.best - no_bpf.best, bpf.hit_ns - no_bpf.hit_ns,
 			       counted, expect);
 		else
 		{
@@ -179,8 +220,9 @@ int main(int argc, char **argv)
 		}
 		printf("}\n");
 	} else {
-		printf("drop cost: %ld drops per case, timed in chunks of %d, %zu-byte events, "
-		       "batch %u\n", n, CHUNK, sizeof(payload), EVS_DROP_BATCH);
+		printf("drop cost: %ld drops per case in %d rounds that alternate without and with\n"
+		       "the program, timed in chunks of %d, %zu-byte events, batch %u\n",
+		       n, rounds, CHUNK, sizeof(payload), EVS_DROP_BATCH);
 		printf("                            best chunk   median chunk\n");
 		printf("  without BPF:              %7.2f ns     %7.2f ns per dropped event\n",
 		       no_bpf.best, no_bpf.median);
@@ -190,7 +232,7 @@ int main(int argc, char **argv)
 			printf("  added by the BPF program: %7.2f ns per dropped event\n",
 			       bpf.best - no_bpf.best);
 			printf("  one probe hit (uprobe + BPF program): %.0f ns\n",
-			       bpf_hit - no_bpf_hit);
+			       bpf.hit_ns - no_bpf.hit_ns);
 			printf("  counted by BPF: %llu of %llu drops%s\n", counted, expect,
 			       counted == expect ? " (exact)" : " (MISMATCH)");
 		}

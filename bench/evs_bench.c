@@ -27,12 +27,13 @@ static void usage(FILE *f)
 		"usage: evs-bench [--quick] [--json] [--secs S] [--ring-mb N] [--plot-dir DIR]\n"
 		"                 [--drops-json FILE] [--only limits|tput|cost|lat|drops]\n"
 		"                 [--variant SUBSTR] [--payload BYTES] [--rounds N]\n"
-		"  --quick        shorter runs (about a minute in all instead of three)\n"
+		"  --quick        shorter runs (about a minute in all instead of four)\n"
 		"  --json         one JSON document on stdout; the human table goes to stderr\n"
 		"  --secs S       measured seconds per throughput point (default 0.5, quick 0.15)\n"
 		"  --ring-mb N    ring size of the throughput runs (default 64)\n"
-		"  --rounds N     throughput rounds per payload, 1 to 9 (default 3); figures\n"
-		"                 are medians, ratios medians of the ratios within a round\n"
+		"  --rounds N     rounds of each throughput payload and of the latency cases,\n"
+		"                 1 to 9 (default 3); ratios are medians of the ratios\n"
+		"                 within a round\n"
 		"  --variant S    throughput: only the paths whose name contains S\n"
 		"  --payload B    throughput: only this payload size\n"
 		"  --plot-dir DIR write throughput.dat and latency.dat for bench/plot.gp\n"
@@ -132,8 +133,7 @@ static void target(const char *name, double value, double goal, bool at_least, c
 
 static void targets(void)
 {
-	const struct lat *bl = NULL, *sll = NULL;
-	const struct lat *busy = lat_find("busy-poll@10k/s", &bl), *sl = lat_find("sleeping@10k/s", &sll);
+	const struct lat_case *busy = lat_find("busy-poll@10k/s"), *sl = lat_find("sleeping@10k/s");
 
 	say("\n== targets (ratios within this run)\n");
 	rep_section("targets");
@@ -146,11 +146,11 @@ static void targets(void)
 	target("1 MiB zero-copy GB/s, x memcpy", tput_ratio("zerocopy/normal", 1 << 20, true), 0.8, true, "x");
 	target("1 MiB zero-copy huge pages GB/s, x memcpy", tput_ratio("zerocopy/huge", 1 << 20, true), 0.8, true, "x");
 	target("busy-poll p50, x cache-line one-way",
-	       busy ? ratio(busy->p50, bl->p50) : NAN, 1.5, false, "x");
+	       busy ? busy->p50_x_limit : NAN, 1.5, false, "x");
 	target("busy-poll p99.9, x cache-line one-way",
-	       busy ? ratio(busy->p999, bl->p50) : NAN, 5, false, "x");
+	       busy ? busy->p999_x_limit_p50 : NAN, 5, false, "x");
 	target("sleeping p50, x raw eventfd wake (read)",
-	       sl ? ratio(sl->p50, sll->p50) : NAN, 1.2, false, "x");
+	       sl ? sl->p50_x_limit : NAN, 1.2, false, "x");
 	target("drop with eBPF attached, ns per event", drops_bpf_ns(), 10, false, "ns");
 	rep_section_end();
 }

@@ -15,6 +15,7 @@ trap 'rm -rf "$out"' EXIT
 	--rounds 2 --plot-dir "$out" > "$out/tput.json" 2> "$out/tput.log" || { cat "$out/tput.log"; echo "FAIL: evs-bench tput"; exit 1; }
 "$bin" --quick --json --only cost > "$out/cost.json" 2> "$out/cost.log" || { cat "$out/cost.log"; echo "FAIL: evs-bench cost"; exit 1; }
 "$bin" --quick --json --only drops > "$out/drops.json" 2> "$out/drops.log" || { cat "$out/drops.log"; echo "FAIL: evs-bench drops"; exit 1; }
+"$bin" --quick --json --only lat --rounds 2 > "$out/lat.json" 2> "$out/lat.log" || { cat "$out/lat.log"; echo "FAIL: evs-bench lat"; exit 1; }
 
 for bad in 0 10 x 3x ""; do
 	"$bin" --rounds "$bad" --only limits > "$out/bad.log" 2>&1
@@ -29,11 +30,19 @@ for bad in lim tputs "" all; do
 		{ cat "$out/bad.log"; echo "FAIL: --only '$bad' gave exit $rc"; exit 1; }
 done
 
-"$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" <<'PY' || exit 1
+"$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" "$out/lat.json" <<'PY' || exit 1
 import json, sys
 t = json.load(open(sys.argv[1]))
 d = json.load(open(sys.argv[2]))
 c = json.load(open(sys.argv[3]))["cost"]
+lat = json.load(open(sys.argv[4]))["latency"]
+assert [x["case"] for x in lat] == ["busy-poll@10k/s", "busy-poll@1000k/s", "sleeping@10k/s", "sleeping@200k/s"], lat
+for x in lat:
+    # --quick: 0.4 s of events per round, at most 100000; every round's samples are kept
+    per_round = min(int(x["offered_rate"] * 0.4), 100000)
+    assert x["rounds"] == 2 and x["lat"]["samples"] == 2 * per_round, x
+    assert x["p50_x_limit_min"] <= x["p50_x_limit"] <= x["p50_x_limit_max"], x
+    assert 0 < x["lat"]["p50_ns"] <= x["lat"]["p999_ns"] <= x["lat"]["max_ns"], x
 assert len(c) == 1, c
 c = c[0]
 for side in ("producer", "consumer"):
@@ -59,6 +68,31 @@ print("ok: evs-bench report: 64 B zero-copy %.0f events/s (%.1fx pipe), drops %.
       % (r["events_s"], r["x_pipe"], causes["no_consumer"]["ns_per_drop"], causes["ring_full"]["ns_per_drop"],
          c["producer_ns"], c["consumer_ns"]))
 PY
+# evs-bench-drops alternates rounds without and with the BPF program; the
+# program must count every drop made while it was attached, exactly
+drops_bin=$BUILD/evs-bench-drops
+if [ ! -x "$drops_bin" ]; then
+	echo "SKIP evs-bench-drops: $drops_bin not built (make ebpf says what is missing)"
+else
+	"$drops_bin" --json --events 1500000 > "$out/bpf.json" 2> "$out/bpf.log"
+	rc=$?
+	if [ $rc -eq 77 ]; then
+		echo "SKIP evs-bench-drops with BPF: $(cat "$out/bpf.log")"
+	elif [ $rc -ne 0 ]; then
+		cat "$out/bpf.json" "$out/bpf.log"; echo "FAIL: evs-bench-drops exit $rc"; exit 1
+	else
+		"$py" - "$out/bpf.json" <<'PY' || exit 1
+import json, sys
+b = json.load(open(sys.argv[1]))
+assert b["bpf"] is True and b["rounds"] == 5, b
+assert b["bpf_counted"] == b["bpf_expected"] >= 1500000, b
+assert 0 < b["ns_per_drop_no_bpf"] <= b["ns_per_drop_no_bpf_median"], b
+assert 0 < b["ns_per_drop_bpf"] <= b["ns_per_drop_bpf_median"], b
+print("ok: evs-bench-drops: %d drops counted exactly by BPF over %d rounds, %.1f ns per drop with it"
+      % (b["bpf_counted"], b["rounds"], b["ns_per_drop_bpf"]))
+PY
+	fi
+fi
 grep -q '^zerocopy/normal 64 ' "$out/throughput.dat" || { echo "FAIL: throughput.dat has no 64-byte zero-copy row"; exit 1; }
 if command -v gnuplot >/dev/null; then
 	: > "$out/latency.dat"

@@ -238,24 +238,6 @@ static int tp_one(const struct variant *v, size_t size, const uint8_t *src, stru
 	return 0;
 }
 
-/* The median of n values (n <= MAX_ROUNDS); NAN for none. */
-static double median(const double *v, int n)
-{
-	double w[MAX_ROUNDS];
-
-	if (n <= 0)
-		return NAN;
-	memcpy(w, v, sizeof(*w) * (size_t)n);
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && w[j - 1] > w[j]; j--) {
-			double x = w[j];
-
-			w[j] = w[j - 1];
-			w[j - 1] = x;
-		}
-	return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
-}
-
 /* Median over the rounds of a[r] / b[r]: each ratio from one round, where
  * both sides ran next to each other. */
 static double paired_ratio(const double *a, const double *b, int n)
