@@ -64,7 +64,8 @@ struct evs_shm_prod {
 	/* line 1: hot, producer-written on every commit */
 	_Atomic uint64_t prod_pos;
 	_Atomic uint64_t committed;
-	_Atomic uint64_t produced;
+	_Atomic uint64_t produced; /* committed + dropped, counting unpublished deferred
+	                            * records; ABI 1.0 readers use it, 1.1 derives it */
 	uint8_t pad1[EVS_CACHELINE - 24];
 
 	/* line 2..: slow counters, producer-written on drops and wakeups */

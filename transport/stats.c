@@ -16,7 +16,6 @@ void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_co
 
 	memset(st, 0, sizeof(*st));
 	st->sz = sizeof(*st);
-	st->produced = READ_ONCE(&prod->produced);
 	st->committed = READ_ONCE(&prod->committed);
 	for (int i = 0; i < EVS_DROP_CAUSE_COUNT; i++) {
 		st->dropped_events[i] = READ_ONCE(&prod->dropped_events[i]);
@@ -24,6 +23,10 @@ void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_co
 		dropped += st->dropped_events[i];
 	}
 	st->dropped = dropped;
+	/* derived, not prod->produced: that one also counts records committed
+	 * with deferred publication and not yet published, which committed
+	 * does not (prod->produced is kept for readers of ABI 1.0) */
+	st->produced = st->committed + dropped;
 	st->released = READ_ONCE(&cons->released);
 	st->wakeups = READ_ONCE(&prod->wakeups);
 	st->ring_bytes = prod->ring_bytes;
