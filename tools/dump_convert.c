@@ -48,6 +48,12 @@ static int convert_file(struct dump_writer *w, const char *rawdir, const char *n
 		err = -EBADMSG;
 		goto unmap;
 	}
+	if (fh.core >= DUMP_MAX_CORES) {
+		fprintf(stderr, "evs-dump: %s: not a raw dump (core %" PRIu32 " in its header; cores are 0 to %u)\n",
+			path, fh.core, DUMP_MAX_CORES - 1);
+		err = -EBADMSG;
+		goto unmap;
+	}
 	for (off = sizeof(fh); off < (uint64_t)st.st_size; n++) {
 		struct evs_event_header h;
 		uint64_t left = (uint64_t)st.st_size - off, len;

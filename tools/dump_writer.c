@@ -112,14 +112,22 @@ static void index_unreserve(struct dump_writer *w)
 	w->index_reserved = 0;
 }
 
+/* NULL and errno: ENOMEM, or ERANGE for a core beyond the library's limit
+ * (a raw file's header is not trusted to be sane). */
 static struct dump_core *core_slot(struct dump_writer *w, unsigned int core)
 {
+	if (core >= DUMP_MAX_CORES) {
+		errno = ERANGE;
+		return NULL;
+	}
 	if (core >= w->ncores) {
 		unsigned int n = core + 1 > w->ncores * 2 ? core + 1 : w->ncores * 2;
 		struct dump_core *c = realloc(w->cores, n * sizeof(*c));
 
-		if (!c)
+		if (!c) {
+			errno = ENOMEM;
 			return NULL;
+		}
 		memset(c + w->ncores, 0, (n - w->ncores) * sizeof(*c));
 		for (unsigned int i = w->ncores; i < n; i++)
 			c[i].dirfd = c[i].rawfd = -1;
@@ -162,7 +170,7 @@ int dump_writer_add_core(struct dump_writer *w, unsigned int core)
 	int err;
 
 	if (!c)
-		return -ENOMEM;
+		return -errno;
 	if (c->used)
 		return 0;
 	if (w->mode == DUMP_NPY) {
@@ -318,7 +326,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	int err = 0;
 
 	if (!c)
-		return -ENOMEM;
+		return -errno;
 	if (!c->used && (err = dump_writer_add_core(w, core)))
 		return err;
 	/* seq counts every emit, dropped ones too: a jump is what was lost */

@@ -13,6 +13,9 @@
 
 #include "evstream/evstream.h"
 
+/* Cores are numbered 0 to DUMP_MAX_CORES - 1 (the library's limit). */
+#define DUMP_MAX_CORES 4096
+
 enum dump_mode {
 	DUMP_NPY = 0,     /* one .npy per tensor event */
 	DUMP_RAW,         /* records appended to core<N>.evsraw */
@@ -67,7 +70,8 @@ struct dump_writer {
  * printing a sentence about what failed. */
 int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode);
 
-/* Prepares output for a core (its directory or raw file). 0 or -errno. */
+/* Prepares output for a core (its directory or raw file). 0 or -errno
+ * (-ERANGE for a core number of DUMP_MAX_CORES or more). */
 int dump_writer_add_core(struct dump_writer *w, unsigned int core);
 
 /*

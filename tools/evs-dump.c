@@ -31,7 +31,7 @@
 
 #define BATCH 256            /* records per stream per turn */
 #define TICK_NS 500000000ll  /* status line and index flush */
-#define MAX_CORES 4096
+#define MAX_CORES DUMP_MAX_CORES
 
 enum { TOK_SIGNAL = 1, TOK_TICK, TOK_DEADLINE, TOK_STREAM = 16 };
 
