@@ -377,19 +377,28 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	return 0;
 }
 
+/* The index lost lines (stdio drops what a failed write held): said once,
+ * and kept in index_errno for the exit status. */
+static int index_failed(struct dump_writer *w, int err)
+{
+	if (!w->index_errno) {
+		w->index_errno = err;
+		if (w->before_err)
+			w->before_err(w->ctx);
+		fprintf(stderr, "evs-dump: cannot write %s/" INDEX_NAME ": %s (lines of the index are lost)\n",
+			w->dir, strerror(err));
+	}
+	return -w->index_errno;
+}
+
 int dump_writer_flush(struct dump_writer *w)
 {
 	if (!w->index)
 		return 0;
-	if (fflush(w->index) || ferror(w->index)) {
-		int err = errno ? -errno : -EIO;
-
-		if (!w->index_failed++)
-			fprintf(stderr, "evs-dump: cannot write %s/" INDEX_NAME ": %s\n", w->dir,
-				strerror(-err));
-		clearerr(w->index);
-		return err;
-	}
+	errno = 0;
+	/* the error flag stays set: every later flush reports it too */
+	if (fflush(w->index) || ferror(w->index))
+		return index_failed(w, errno ? errno : EIO);
 	return 0;
 }
 
@@ -402,7 +411,7 @@ int dump_writer_close_index(struct dump_writer *w)
 	err = dump_writer_flush(w);
 	index_unreserve(w);
 	if (fclose(w->index) && !err)
-		err = -errno;
+		err = index_failed(w, errno);
 	w->index = NULL;
 	return err;
 }

@@ -59,8 +59,9 @@ struct dump_writer {
 	void *ctx;
 	unsigned int ncores;   /* slots in cores[] */
 	struct dump_core *cores;
-	uint64_t events, bytes, failed, bad, index_failed;
+	uint64_t events, bytes, failed, bad;
 	int first_errno;       /* of the first failed write */
+	int index_errno;       /* the index could not be written: it lacks lines */
 	bool created_dir;      /* open made the output directory */
 	long index_reserved;   /* the index's disk space is allocated up to here */
 	bool reported;         /* the first failure was reported */
@@ -83,7 +84,8 @@ int dump_writer_add_core(struct dump_writer *w, unsigned int core);
 int dump_writer_record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
 		       const void *payload);
 
-/* Flushes the index; -errno if something in it could not be written. */
+/* Flushes the index; -errno if something in it could not be written (the
+ * first failure is printed and kept in index_errno; it stays failed). */
 int dump_writer_flush(struct dump_writer *w);
 /* Flushes and closes the index, giving back the reserve; then close. */
 int dump_writer_close_index(struct dump_writer *w);

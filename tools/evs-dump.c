@@ -135,8 +135,11 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 
 	if (json)
 		fprintf(f, "{\"producer\":\"%s\",\"seconds\":%.3f,\"events\":%" PRIu64
-			",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"cores\":[",
-			d->name, secs, d->w.events, d->w.bytes, d->w.failed, d->w.bad);
+			",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64
+			",\"index_error\":%s%s%s,\"cores\":[",
+			d->name, secs, d->w.events, d->w.bytes, d->w.failed, d->w.bad,
+			d->w.index_errno ? "\"" : "", d->w.index_errno ? strerror(d->w.index_errno) : "null",
+			d->w.index_errno ? "\"" : "");
 	else
 		fprintf(f, "evs-dump: %" PRIu64 " events, %.1f MB in %.2f s (%.0f ev/s, %.1f MB/s) to %s\n"
 			"  core    events   tensors        bytes    gaps  ring_full  too_big  no_consumer  failed\n",
@@ -170,18 +173,28 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 		fprintf(f, "]}\n");
 }
 
-static void save_summary(struct dumper *d)
+/* summary.json in the output directory; 0, or -errno after saying why. */
+static int save_summary(struct dumper *d)
 {
 	int fd = openat(d->w.dirfd, "summary.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	int err = 0;
 
 	if (!f) {
+		err = errno;
 		if (fd >= 0)
 			close(fd);
-		return;
+	} else {
+		write_summary(d, f, true);
+		errno = 0;
+		if (fflush(f) || ferror(f))
+			err = errno ? errno : EIO;
+		if (fclose(f) && !err)
+			err = errno;
 	}
-	write_summary(d, f, true);
-	fclose(f);
+	if (err)
+		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s\n", d->w.dir, strerror(err));
+	return -err;
 }
 
 /* ------------------------------------------------------------ streams */
@@ -602,7 +615,8 @@ int main(int argc, char **argv)
 	/* the index first: its reserve, given back, makes room for the summary */
 	if (dump_writer_close_index(&d.w))
 		rc = 1;
-	save_summary(&d);
+	if (save_summary(&d))
+		rc = 1;
 	if (d.summary)
 		write_summary(&d, stderr, false);
 	{
@@ -625,6 +639,11 @@ int main(int argc, char **argv)
 	if (d.w.failed) {
 		fprintf(stderr, "evs-dump: %" PRIu64 " events could not be written (%s); no partial files were left\n",
 			d.w.failed, strerror(d.w.first_errno));
+		rc = 1;
+	}
+	if (d.w.index_errno) {
+		fprintf(stderr, "evs-dump: %s/index.jsonl is incomplete (%s): it lacks lines of events "
+			"that were read\n", d.w.dir, strerror(d.w.index_errno));
 		rc = 1;
 	}
 	for (unsigned int i = 0; i < d.n; i++)

@@ -25,3 +25,20 @@ n=$(sed -n 's/^evs-dump: \([0-9]*\) events could not be written (No space left o
 [ -z "$(find "$T/full/d" -name '*.tmp')" ] || fail "temporaries left"
 verify "$T/full/d" --allow-missing
 ok "disk full: $n of 6000 events not written and counted, every .npy left is complete, index whole, exit 1"
+
+# A disk too small even for the index's reserve: the index itself cannot be
+# written. Its lost lines are an error (exit 1, said on stderr), and so is
+# the summary.json that does not fit either.
+mkdir "$T/tiny"
+mount -t tmpfs -o size=64K evs-dumptest "$T/tiny" || { skip "cannot mount a small tmpfs"; exit 77; }
+MOUNTS+=("$T/tiny")
+start_demo --cores 2 --rate 2000 --events 500 --wait-consumers 10
+start_dump "$T/tiny/i" --no-print --index-only
+wait_pid "$DEMO_PID" 30 || fail "evs-demo"
+wait_pid "$DUMP_PID" 30; rc=$?
+[ "$rc" -eq 1 ] || { cat "$T/i.stderr"; fail "index disk full: exit $rc, expected 1"; }
+grep -q "cannot write $T/tiny/i/index.jsonl: No space left on device" "$T/i.stderr" || { cat "$T/i.stderr"; fail "no error about the index"; }
+grep -q "index.jsonl is incomplete (No space left on device)" "$T/i.stderr" || { cat "$T/i.stderr"; fail "no closing word about the index"; }
+grep -q "cannot write $T/tiny/i/summary.json: No space left on device" "$T/i.stderr" || { cat "$T/i.stderr"; fail "no error about summary.json"; }
+[ "$(wc -l <"$T/tiny/i/index.jsonl")" -lt 1000 ] || fail "the index was whole: the case did not happen"
+ok "index disk full: lost index lines and summary.json said, exit 1"
