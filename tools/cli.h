@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -127,27 +128,40 @@ static inline uint64_t cli_now_ns(void)
 /*
  * Connect to stream core of producer name, trying again for up to wait_s
  * seconds while there is no such producer (ENOENT) and, with retry_busy,
- * while another consumer still holds the stream (EBUSY). NULL and errno as
- * evs_consumer__connect() when it gives up.
+ * while another consumer still holds the stream (EBUSY). Between tries it
+ * polls stop_fd (e.g. a signalfd; -1 for none): readable, it gives up with
+ * EINTR. NULL and errno as evs_consumer__connect() when it gives up.
  */
-static inline struct evs_consumer *cli_connect(const char *name, unsigned int core, double wait_s,
-					       bool retry_busy)
+static inline struct evs_consumer *cli_connect_or_stop(const char *name, unsigned int core,
+						       double wait_s, bool retry_busy, int stop_fd)
 {
 	uint64_t deadline = cli_now_ns() + (uint64_t)(wait_s * 1e9);
-	useconds_t pause = 1000;
+	int pause_ms = 1;
 
 	for (;;) {
 		struct evs_consumer *c = evs_consumer__connect(name, core, NULL);
+		struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
 
 		if (c || (errno != ENOENT && !(retry_busy && errno == EBUSY)) ||
 		    cli_now_ns() >= deadline)
 			return c;
-		usleep(pause);
+		/* a negative fd is ignored: a plain sleep */
+		if (poll(&pfd, 1, pause_ms) > 0) {
+			errno = EINTR;
+			return NULL;
+		}
 		/* soon at first (a killed consumer's stream is free again
 		 * within milliseconds), then every 20 ms */
-		if (pause < 20000)
-			pause = pause * 2 < 20000 ? pause * 2 : 20000;
+		if (pause_ms < 20)
+			pause_ms = pause_ms * 2 < 20 ? pause_ms * 2 : 20;
 	}
+}
+
+/* cli_connect_or_stop() with nothing to stop it. */
+static inline struct evs_consumer *cli_connect(const char *name, unsigned int core, double wait_s,
+					       bool retry_busy)
+{
+	return cli_connect_or_stop(name, core, wait_s, retry_busy, -1);
 }
 
 #endif

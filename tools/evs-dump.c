@@ -82,8 +82,10 @@ static void usage(FILE *f)
 "  -p, --progress        live status line even when stderr is not a terminal\n"
 "  -s, --summary         summary at the end even when stderr is not a terminal\n"
 "  -q, --quiet           neither status line nor summary\n"
+"SIGINT, SIGTERM, SIGHUP: take what is in the rings, write it, end (a second\n"
+"signal: end now).\n"
 "Exit status: 0 done; 1 events could not be written (or a stream broke);\n"
-"2 bad usage or setup; "
+"2 bad usage or setup (or a signal before the producer was found);\n"
 "3 the producer died (its rings were drained first).\n");
 }
 
@@ -454,10 +456,21 @@ static int connect_all(struct dumper *d, const unsigned char *set, bool all, dou
 
 		if (!all && !set[core])
 			continue;
-		c = cli_connect(d->name, core, core == 0 || !all ? wait_s : 0, false);
+		c = cli_connect_or_stop(d->name, core, core == 0 || !all ? wait_s : 0, false, d->sfd);
 		if (!c) {
 			if (all && errno == EINVAL && d->n)
 				break; /* past the producer's last core */
+			if (errno == EINTR) {
+				struct signalfd_siginfo si = { 0 };
+
+				if (read(d->sfd, &si, sizeof(si)) != sizeof(si))
+					si.ssi_signo = 0;
+				const char *sig = si.ssi_signo ? sigabbrev_np((int)si.ssi_signo) : NULL;
+
+				fprintf(stderr, "evs-dump: SIG%s while waiting for producer '%s'; nothing was "
+					"dumped\n", sig ? sig : "?", d->name);
+				return -EINTR;
+			}
 			fprintf(stderr, "evs-dump: cannot connect to core %u of producer '%s': %s\n",
 				core, d->name, *evs_errmsg() ? evs_errmsg() : strerror(errno));
 			return -errno;
@@ -572,34 +585,42 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
-	d.w.print = print;
-	d.w.before_err = status_clear;
-	d.w.ctx = &d;
-	if (dump_writer_open(&d.w, out ? out : "dump", mode))
-		return 2;
-
-	d.s = calloc(MAX_CORES, sizeof(*d.s));
-	d.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (!d.s || d.ep < 0 || connect_all(&d, core_set, all_cores, wait_s)) {
-		if (!d.s || d.ep < 0)
-			perror("evs-dump");
-		rc = 2;
-		goto out_abort;
-	}
-
-	/* signals arrive through the epoll set, between records */
+	/* From here on signals arrive through the signalfd: while waiting for
+	 * the producer (which then gives up cleanly), and in the epoll set,
+	 * between records. A hang-up (terminal or ssh closed) stops like
+	 * SIGTERM, so the index up to there is written. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	d.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	d.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	d.deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (d.sfd < 0 || d.tick_fd < 0 || d.deadline_fd < 0 ||
+	d.ep = epoll_create1(EPOLL_CLOEXEC);
+	d.s = calloc(MAX_CORES, sizeof(*d.s));
+	if (d.sfd < 0 || d.tick_fd < 0 || d.deadline_fd < 0 || d.ep < 0 || !d.s ||
 	    add_fd(d.ep, d.sfd, TOK_SIGNAL) || add_fd(d.ep, d.tick_fd, TOK_TICK) ||
-	    add_fd(d.ep, d.deadline_fd, TOK_DEADLINE) || arm_timer(d.tick_fd, TICK_NS, TICK_NS) ||
-	    (seconds > 0 && arm_timer(d.deadline_fd, (int64_t)(seconds * 1e9), 0))) {
+	    add_fd(d.ep, d.deadline_fd, TOK_DEADLINE)) {
 		perror("evs-dump: setting up epoll");
+		rc = 2;
+		goto out_fds;
+	}
+
+	d.w.print = print;
+	d.w.before_err = status_clear;
+	d.w.ctx = &d;
+	if (dump_writer_open(&d.w, out ? out : "dump", mode)) {
+		rc = 2;
+		goto out_fds;
+	}
+	if (connect_all(&d, core_set, all_cores, wait_s)) {
+		rc = 2;
+		goto out_abort;
+	}
+	if (arm_timer(d.tick_fd, TICK_NS, TICK_NS) ||
+	    (seconds > 0 && arm_timer(d.deadline_fd, (int64_t)(seconds * 1e9), 0))) {
+		perror("evs-dump: arming timers");
 		rc = 2;
 		goto out_abort;
 	}

@@ -3,7 +3,29 @@
 # (exit 0); a producer killed with SIGKILL is drained, then evs-dump says it
 # died (exit 3). Both once with records known to be waiting in the rings
 # (the dumper is stopped while the producer fills them), once mid-stream.
+# SIGTERM and SIGHUP (a closed terminal) stop it like SIGINT. A signal while
+# it still waits for the producer ends it cleanly: the directory is reusable.
 . "$(dirname "$0")/lib.sh"
+
+# Ctrl-C (and SIGHUP) during --wait, no producer yet: exit 2, said, and
+# nothing left that the next run would refuse.
+mkdir "$T/pre"
+for sig in INT HUP; do
+	for out in "$T/w$sig" "$T/pre"; do
+		start_dump "$out" --no-print
+		wait_for "[ -e $out/index.jsonl ]" 10
+		sleep 0.1
+		kill -"$sig" "$DUMP_PID"
+		wait_pid "$DUMP_PID" 10; rc=$?
+		log=$T/$(basename "$out").stderr
+		[ "$rc" -eq 2 ] || { cat "$log"; fail "SIG$sig during --wait: exit $rc, expected 2"; }
+		grep -q "SIG$sig while waiting for producer '$NAME'; nothing was dumped" "$log" || { cat "$log"; fail "SIG$sig during --wait: message"; }
+		[ ! -e "$out/index.jsonl" ] || fail "SIG$sig during --wait: $out/index.jsonl left behind"
+	done
+	[ ! -e "$T/w$sig" ] || fail "SIG$sig during --wait: the directory it made was left"
+	[ -d "$T/pre" ] || fail "SIG$sig during --wait: a directory it did not make was removed"
+done
+ok "SIGINT and SIGHUP during --wait: exit 2, '$(cat "$T/pre.stderr")', the directory is reusable"
 
 # waiting_in_rings OUT SIG: dumper connected then stopped; the producer
 # emits 2 x 300 events into the rings and holds; then SIG goes to the
@@ -55,6 +77,12 @@ wait_for "[ -s $T/q/index.jsonl ]" 10
 kill -TERM "$DUMP_PID"
 wait_pid "$DUMP_PID" 20 || fail "SIGTERM mid-stream: exit $?"
 verify "$T/q" >/dev/null
+# ... and SIGHUP (the terminal closed) too, with the index written.
+start_dump "$T/u" --no-print
+wait_for "[ -s $T/u/index.jsonl ]" 10
+kill -HUP "$DUMP_PID"
+wait_pid "$DUMP_PID" 20 || fail "SIGHUP mid-stream: exit $?"
+verify "$T/u" >/dev/null
 # ... and SIGKILL to the producer while it runs.
 start_dump "$T/p" --no-print
 wait_for "[ -s $T/p/index.jsonl ]" 10
@@ -62,4 +90,4 @@ kill -KILL "$DEMO_PID"
 wait_pid "$DUMP_PID" 20; rc=$?
 [ "$rc" -eq 3 ] || fail "producer killed mid-stream: exit $rc, expected 3"
 verify "$T/p" >/dev/null
-ok "mid-stream SIGINT and SIGTERM (exit 0), producer SIGKILL (exit 3): complete, verified dumps"
+ok "mid-stream SIGINT, SIGTERM and SIGHUP (exit 0), producer SIGKILL (exit 3): complete, verified dumps"
