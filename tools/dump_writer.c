@@ -212,8 +212,8 @@ static void count_failure(struct dump_writer *w, struct dump_core *c, const char
 		w->first_errno = -err;
 	if (!w->reported) {
 		w->reported = true;
-		if (w->before_err)
-			w->before_err(w->ctx);
+		if (w->clear_status)
+			w->clear_status(w->ctx);
 		fprintf(stderr, "evs-dump: cannot write %s/%s: %s (further failures are counted)\n",
 			w->dir, what, strerror(-err));
 	}
@@ -349,8 +349,8 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	if (w->print) {
 		FILE *f = ev.pipe == 2 ? w->err : w->out;
 
-		if (ev.pipe == 2 && w->before_err)
-			w->before_err(w->ctx);
+		if (w->clear_status)
+			w->clear_status(w->ctx);
 		preview_print(f, &ev);
 	}
 	if (w->mode == DUMP_NPY && !ev.is_print) {
@@ -383,8 +383,8 @@ static int index_failed(struct dump_writer *w, int err)
 {
 	if (!w->index_errno) {
 		w->index_errno = err;
-		if (w->before_err)
-			w->before_err(w->ctx);
+		if (w->clear_status)
+			w->clear_status(w->ctx);
 		fprintf(stderr, "evs-dump: cannot write %s/" INDEX_NAME ": %s (lines of the index are lost)\n",
 			w->dir, strerror(err));
 	}

@@ -55,7 +55,9 @@ struct dump_writer {
 	char dir[4096];
 	FILE *index;
 	FILE *out, *err;       /* where pipe 1 and 2 prints go */
-	void (*before_err)(void *ctx); /* clears a status line before a pipe-2 print */
+	/* clears a live status line before anything is printed: stdout and
+	 * stderr share the terminal */
+	void (*clear_status)(void *ctx);
 	void *ctx;
 	unsigned int ncores;   /* slots in cores[] */
 	struct dump_core *cores;

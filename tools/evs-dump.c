@@ -608,7 +608,7 @@ int main(int argc, char **argv)
 	}
 
 	d.w.print = print;
-	d.w.before_err = status_clear;
+	d.w.clear_status = status_clear;
 	d.w.ctx = &d;
 	if (dump_writer_open(&d.w, out ? out : "dump", mode)) {
 		rc = 2;
