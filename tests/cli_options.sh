@@ -60,6 +60,10 @@ says() {
 for bad in +1 " 1" 1- 2-1 0,,1; do
 	says "--cores '$bad': use a list like 0,2-3" "$B/evs-dump" --cores "$bad" -o "$T/d" x
 done
+# ... and cores 0 to 4095: a core beyond is named with the range
+says "--cores '5000': core 5000 is out of range; cores are 0 to 4095" "$B/evs-dump" --cores 5000 -o "$T/d" x
+says "--cores '0,2-4096': core 4096 is out of range; cores are 0 to 4095" "$B/evs-dump" --cores 0,2-4096 -o "$T/d" x
+says "--cores '99999999999999999999': core 99999999999999999999 is out of range" "$B/evs-dump" --cores 99999999999999999999 -o "$T/d" x
 # evs-example's event count
 for bad in 5x 0 -3 ""; do
 	says "EVENTS '$bad' is not allowed: use 1 to 1000000" "$B/evs-example" produce "cli-$$" "$bad"

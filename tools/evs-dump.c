@@ -394,26 +394,33 @@ static int run(struct dumper *d)
 
 /* ------------------------------------------------------------ setup */
 
-/* "0,2-3" into a bitmap of MAX_CORES; returns -EINVAL if malformed. */
-static int parse_cores(const char *s, unsigned char *set)
+/* "0,2-3" into a bitmap of MAX_CORES; -EINVAL (malformed) or -ERANGE (a
+ * core beyond MAX_CORES - 1) after saying which. */
+static int parse_cores(const char *arg, unsigned char *set)
 {
+	const char *s = arg;
+
 	while (*s) {
+		const char *num = s;
 		char *end;
 		unsigned long a, b;
 
 		/* digits only: strtoul would also take a sign or blanks */
 		if (!isdigit((unsigned char)*s))
-			return -EINVAL;
+			goto bad;
 		a = b = strtoul(s, &end, 10);
 		if (a >= MAX_CORES)
-			return -EINVAL;
+			goto range;
 		s = end;
 		if (*s == '-') {
-			if (!isdigit((unsigned char)*++s))
-				return -EINVAL;
+			num = ++s;
+			if (!isdigit((unsigned char)*s))
+				goto bad;
 			b = strtoul(s, &end, 10);
-			if (b >= MAX_CORES || b < a)
-				return -EINVAL;
+			if (b >= MAX_CORES)
+				goto range;
+			if (b < a)
+				goto bad;
 			s = end;
 		}
 		for (unsigned long i = a; i <= b; i++)
@@ -421,9 +428,17 @@ static int parse_cores(const char *s, unsigned char *set)
 		if (*s == ',')
 			s++;
 		else if (*s)
-			return -EINVAL;
+			goto bad;
+		continue;
+range:
+		fprintf(stderr, "evs-dump: --cores '%s': core %.*s is out of range; cores are 0 to %u\n",
+			arg, (int)strspn(num, "0123456789"), num, MAX_CORES - 1);
+		return -ERANGE;
 	}
 	return 0;
+bad:
+	fprintf(stderr, "evs-dump: --cores '%s': use a list like 0,2-3\n", arg);
+	return -EINVAL;
 }
 
 static int add_stream(struct dumper *d, unsigned int core, struct evs_consumer *c)
@@ -533,10 +548,8 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'o': out = optarg; break;
 		case 'c':
-			if (parse_cores(optarg, core_set)) {
-				fprintf(stderr, "evs-dump: --cores '%s': use a list like 0,2-3\n", optarg);
+			if (parse_cores(optarg, core_set))
 				return 2;
-			}
 			all_cores = false;
 			break;
 		case 'n':
