@@ -3,7 +3,7 @@
  * What the command-line tools share: option values parsed strictly (the
  * whole string, range checked) with an error that names the option, the
  * value and what is allowed; the monotonic clock; connecting to a producer
- * that may not be there yet. Header only: each tool is built from a few
+ * that may not be there yet, and waiting for consumers that may not be. Header only: each tool is built from a few
  * sources, and an unused static inline costs nothing.
  */
 #ifndef EVS_TOOLS_CLI_H
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -155,6 +156,36 @@ static inline struct evs_consumer *cli_connect_or_stop(const char *name, unsigne
 		if (pause_ms < 20)
 			pause_ms = pause_ms * 2 < 20 ? pause_ms * 2 : 20;
 	}
+}
+
+/*
+ * Wait up to secs seconds until each of the first ncores streams of p has
+ * a consumer (a producer keeps events only from then on), or until *stop
+ * (when given) is set. 0 when all have one; -ETIMEDOUT, with how many do
+ * in *connected, or -EINTR when stopped.
+ */
+static inline int cli_wait_consumers(struct evs_producer *p, unsigned int ncores, double secs,
+				     atomic_int *stop, unsigned int *connected)
+{
+	uint64_t deadline = cli_now_ns() + (uint64_t)(secs * 1e9);
+
+	while (!stop || !atomic_load(stop)) {
+		unsigned int n = 0;
+
+		for (unsigned int i = 0; i < ncores; i++) {
+			struct evs_stream_stats st = { .sz = sizeof(st) };
+
+			if (!evs_producer__stats(p, i, &st) && st.connected)
+				n++;
+		}
+		*connected = n;
+		if (n == ncores)
+			return 0;
+		if (cli_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		usleep(5000);
+	}
+	return -EINTR;
 }
 
 /* cli_connect_or_stop() with nothing to stop it. */

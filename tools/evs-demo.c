@@ -185,27 +185,13 @@ static void usage(FILE *f)
 
 static int wait_consumers(struct demo *d, double secs)
 {
-	uint64_t deadline = cli_now_ns() + (uint64_t)(secs * 1e9);
+	unsigned int n = 0;
+	int err = cli_wait_consumers(d->p, d->ncores, secs, &stop, &n);
 
-	while (!atomic_load(&stop)) {
-		unsigned int n = 0;
-
-		for (unsigned int i = 0; i < d->ncores; i++) {
-			struct evs_stream_stats st = { .sz = sizeof(st) };
-
-			if (!evs_producer__stats(d->p, i, &st) && st.connected)
-				n++;
-		}
-		if (n == d->ncores)
-			return 0;
-		if (cli_now_ns() >= deadline) {
-			fprintf(stderr, "evs-demo: only %u of %u cores have a consumer after %.0f s; "
-				"starting anyway (the others drop events as no_consumer)\n", n, d->ncores, secs);
-			return -ETIMEDOUT;
-		}
-		usleep(5000);
-	}
-	return -EINTR;
+	if (err == -ETIMEDOUT)
+		fprintf(stderr, "evs-demo: only %u of %u cores have a consumer after %.0f s; "
+			"starting anyway (the others drop events as no_consumer)\n", n, d->ncores, secs);
+	return err;
 }
 
 int main(int argc, char **argv)

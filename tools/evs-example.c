@@ -3,10 +3,12 @@
  * The smallest complete use of evstream, as two processes:
  *
  *   evs-example produce NAME [EVENTS]   a runtime: emits tensor reads on 2 cores
- *   evs-example consume NAME [EVENTS]   a debugger: prints them as they arrive
+ *   evs-example consume NAME [EVENTS]   a debugger: prints them as they arrive,
+ *                                       and checks that EVENTS arrived
  *
  * `make example` runs both. The consumer uses the native API on core 0 and
- * the reference debug-stream API (EVSTREAM_PRODUCER=NAME) on core 1.
+ * the reference debug-stream API (EVSTREAM_PRODUCER=NAME) on core 1. Either
+ * may start first: each waits up to WAIT_S seconds for the other.
  */
 #include <errno.h>
 #include <poll.h>
@@ -15,15 +17,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "evstream/evstream.h"
 #include "nrt/ndebug_stream.h"
 
 #define NCORES 2
+#define WAIT_S 10.0
 
 static int produce(const char *name, int events)
 {
 	struct evs_producer *p = evs_producer__new(name, NCORES, NULL);
-	struct evs_stream_stats st = { .sz = sizeof(st) };
+	unsigned int connected = 0;
 	float w[4][3];
 
 	if (!p) {
@@ -31,11 +35,12 @@ static int produce(const char *name, int events)
 		return 1;
 	}
 	/* events are only kept once a consumer is connected: wait for both */
-	for (unsigned int core = 0; core < NCORES; core++)
-		do {
-			usleep(10000);
-			evs_producer__stats(p, core, &st);
-		} while (!st.connected);
+	if (cli_wait_consumers(p, NCORES, WAIT_S, NULL, &connected)) {
+		fprintf(stderr, "evs-example: only %u of %u cores of '%s' have a consumer after %.0f s "
+			"(is 'evs-example consume %s' running?)\n", connected, NCORES, name, WAIT_S, name);
+		evs_producer__free(p);
+		return 1;
+	}
 
 	for (int i = 0; i < events; i++) {
 		unsigned int core = (unsigned int)i % NCORES;
@@ -74,16 +79,20 @@ static void print_tensor(unsigned int core, uint64_t seq, const ndebug_stream_pa
 	fflush(stdout);
 }
 
-static int consume(const char *name)
+/* events: how many must arrive (0: any number). */
+static int consume(const char *name, long events)
 {
 	struct evs_consumer *c;
 	struct evs_record rec;
 	int nrt_fd, ended = 0;
+	long got = 0;
 	NRT_STATUS s;
 
-	c = evs_consumer__connect(name, 0, NULL);
+	/* the producer may not be up yet */
+	c = cli_connect(name, 0, WAIT_S, false);
 	if (!c) {
-		fprintf(stderr, "evs-example: %s\n", evs_errmsg());
+		fprintf(stderr, "evs-example: no producer '%s' after %.0f s: %s\n", name, WAIT_S,
+			*evs_errmsg() ? evs_errmsg() : strerror(errno));
 		return 1;
 	}
 	setenv("EVSTREAM_PRODUCER", name, 1);
@@ -107,6 +116,7 @@ static int consume(const char *name)
 		while ((err = evs_consumer__peek(c, &rec)) == 0) {
 			print_tensor(0, rec.hdr.seq, rec.data);
 			evs_consumer__release(c);
+			got++;
 		}
 		if (err == -EPIPE)
 			ended++;
@@ -117,22 +127,27 @@ static int consume(const char *name)
 			memcpy(&rec.hdr, &h, sizeof(h));
 			print_tensor(1, rec.hdr.seq, payload);
 			free(payload);
+			got++;
 		}
 		if (s == NRT_CLOSED)
 			ended++;
 		if (ended < 2 && poll(pfd, 3, 1000) < 0)
 			break;
 	}
-	printf("producer finished; every committed event was read\n");
 	nrt_debug_client_connect_close(nrt_fd);
 	evs_consumer__free(c);
+	if (events && got != events) {
+		fprintf(stderr, "evs-example: producer finished; %ld events read, %ld expected\n", got, events);
+		return 1;
+	}
+	printf("producer finished; every committed event was read (%ld)\n", got);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	char *end = NULL;
-	long events = argc > 3 ? strtol(argv[3], &end, 10) : 20;
+	long events = argc > 3 ? strtol(argv[3], &end, 10) : 0;
 
 	if (argc < 3 || (strcmp(argv[1], "produce") && strcmp(argv[1], "consume"))) {
 		fprintf(stderr, "usage: evs-example produce|consume NAME [EVENTS]\n");
@@ -142,5 +157,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "evs-example: EVENTS '%s' is not allowed: use 1 to 1000000\n", argv[3]);
 		return 2;
 	}
-	return strcmp(argv[1], "produce") ? consume(argv[2]) : produce(argv[2], events);
+	if (!strcmp(argv[1], "consume"))
+		return consume(argv[2], events);
+	return produce(argv[2], events ? (int)events : 20);
 }
