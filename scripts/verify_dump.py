@@ -6,6 +6,7 @@ dict literal with sorted keys, spaces, newline, data aligned to 64 bytes).
 
 usage: /usr/bin/python3 scripts/verify_dump.py DIR    (exit 0 when all is well)
 """
+import io
 import json
 import os
 import struct
@@ -37,36 +38,49 @@ def main():
     top = sys.argv[1]
     problems, files, lines, nbytes = [], 0, 0, 0
     named = set()
-    with open(os.path.join(top, "index.jsonl")) as f:
-        for n, text in enumerate(f, 1):
-            lines += 1
-            rec = json.loads(text)
-            name = rec.get("file")
-            if rec.get("kind") != "tensor" or not name or not name.endswith(".npy"):
-                continue
-            named.add(name)
-            descr = DESCR.get(rec["dtype"], rec.get("npy_dtype"))
-            if rec.get("npy_dtype") != descr:
-                problems.append("line %d: npy_dtype %r, expected %r" % (n, rec.get("npy_dtype"), descr))
-            path = os.path.join(top, name)
-            with open(path, "rb") as g:
+    try:
+        with open(os.path.join(top, "index.jsonl")) as f:
+            index = f.readlines()
+    except OSError as e:
+        print("verify_dump.py: %s: %s" % (e.filename, e.strerror), file=sys.stderr)
+        return 1
+    for n, text in enumerate(index, 1):
+        lines += 1
+        rec = json.loads(text)
+        name = rec.get("file")
+        if rec.get("kind") != "tensor" or not name or not name.endswith(".npy"):
+            continue
+        named.add(name)
+        descr = DESCR.get(rec["dtype"], rec.get("npy_dtype"))
+        if rec.get("npy_dtype") != descr:
+            problems.append("line %d: npy_dtype %r, expected %r" % (n, rec.get("npy_dtype"), descr))
+        # read once; NumPy parses the same bytes
+        try:
+            with open(os.path.join(top, name), "rb") as g:
                 raw = g.read()
-            want = expected_header(descr, rec["shape"])
-            if raw[:len(want)] != want:
-                problems.append("line %d: %s: header differs from the format: %r" % (n, name, raw[:len(want)]))
-            with open(path, "rb") as g:
-                major, minor = np.lib.format.read_magic(g)
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(g)
-            arr = np.load(path, allow_pickle=False)
-            files += 1
-            nbytes += arr.nbytes
-            if (major, minor) != (1, 0) or fortran or list(shape) != rec["shape"]:
-                problems.append("line %d: %s: numpy reads version %d.%d shape %r" % (n, name, major, minor, shape))
-            if arr.dtype.str != descr or list(arr.shape) != rec["shape"] or arr.nbytes != rec["bytes"]:
-                problems.append("line %d: %s: numpy loads %s %r (%d bytes), index says %s %r (%d bytes)"
-                                % (n, name, arr.dtype.str, arr.shape, arr.nbytes, descr, rec["shape"], rec["bytes"]))
-            if len(raw) != len(want) + rec["bytes"]:
-                problems.append("line %d: %s: %d bytes long, expected %d" % (n, name, len(raw), len(want) + rec["bytes"]))
+        except OSError as e:
+            problems.append("line %d: %s: %s" % (n, name, e.strerror))
+            continue
+        want = expected_header(descr, rec["shape"])
+        if raw[:len(want)] != want:
+            problems.append("line %d: %s: header differs from the format: %r" % (n, name, raw[:len(want)]))
+        try:
+            g = io.BytesIO(raw)
+            major, minor = np.lib.format.read_magic(g)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(g)
+            arr = np.load(io.BytesIO(raw), allow_pickle=False)
+        except ValueError as e:
+            problems.append("line %d: %s: numpy cannot read it: %s" % (n, name, e))
+            continue
+        files += 1
+        nbytes += arr.nbytes
+        if (major, minor) != (1, 0) or fortran or list(shape) != rec["shape"]:
+            problems.append("line %d: %s: numpy reads version %d.%d shape %r" % (n, name, major, minor, shape))
+        if arr.dtype.str != descr or list(arr.shape) != rec["shape"] or arr.nbytes != rec["bytes"]:
+            problems.append("line %d: %s: numpy loads %s %r (%d bytes), index says %s %r (%d bytes)"
+                            % (n, name, arr.dtype.str, arr.shape, arr.nbytes, descr, rec["shape"], rec["bytes"]))
+        if len(raw) != len(want) + rec["bytes"]:
+            problems.append("line %d: %s: %d bytes long, expected %d" % (n, name, len(raw), len(want) + rec["bytes"]))
     on_disk = set()
     for d in os.listdir(top):
         sub = os.path.join(top, d)
