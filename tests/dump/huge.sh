@@ -4,9 +4,11 @@
 # the events around it are dumped.
 . "$(dirname "$0")/lib.sh"
 
-# normal pages, so that the ring is exactly 256 KiB
+# normal pages, so that the ring is exactly 1 MiB: the 60 events of a core
+# (about 370 KB) fit in it whole, so nothing depends on the dumper keeping
+# up; the huge tensor is the ring's size plus 4 KiB
 export EVSTREAM_HUGEPAGES=off
-start_demo --cores 2 --rate 2000 --events 60 --ring 262144 --huge-at 5 --wait-consumers 10
+start_demo --cores 2 --rate 2000 --events 60 --ring 1M --huge-at 5 --wait-consumers 10
 start_dump "$T/h" --no-print
 wait_pid "$DEMO_PID" 30 || fail "evs-demo exited with $?"
 wait_pid "$DUMP_PID" 30 || { cat "$T/h.stderr"; fail "evs-dump exited with $?"; }
@@ -17,4 +19,4 @@ grep -q '"seq":6,"core":0,"ts_ns":[0-9]*,"gap":1,' "$T/h/index.jsonl" || fail "n
 [ "$(wc -l <"$T/h/index.jsonl")" -eq 119 ] || fail "expected 119 events"
 grep -q 'too_big' "$T/h.stderr" || fail "summary lacks the drop table"
 verify "$T/h"
-ok "a tensor larger than the 256 KiB ring: counted as too_big, a gap of 1, the other 119 events dumped"
+ok "a tensor larger than the 1 MiB ring: counted as too_big, a gap of 1, the other 119 events dumped"
