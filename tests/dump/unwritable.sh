@@ -23,21 +23,29 @@ mkdir "$T/old" && echo '{}' >"$T/old/index.jsonl"
 [ "$(cat "$T/old/index.jsonl")" = '{}' ] || fail "a previous dump was touched"
 ok "a directory holding a previous dump: refused, left alone, exit 2"
 
-if [ "$(id -u)" -eq 0 ] && mkdir "$T/ro" && mount -t tmpfs -o ro,size=1M evs-dumptest "$T/ro" 2>/dev/null; then
-	MOUNTS+=("$T/ro")
-	"$DUMP" -o "$T/ro" "$NAME" 2>"$T/e2"; rc=$?
-	[ "$rc" -eq 2 ] || fail "read-only mount: exit $rc, expected 2"
-	grep -q "cannot write to output directory '$T/ro': Read-only file system" "$T/e2" || { cat "$T/e2"; fail "message"; }
-	"$DUMP" -o "$T/ro/sub" "$NAME" 2>"$T/e3"; rc=$?
-	[ "$rc" -eq 2 ] && grep -q "Read-only file system" "$T/e3" || fail "read-only mount, subdirectory"
-	ok "read-only tmpfs: '$(cat "$T/e2")', exit 2"
+# An unwritable directory: for root (who ignores permission bits) a
+# read-only tmpfs mount, for anyone else a mode 555 directory.
+skipped=0
+if [ "$(id -u)" -eq 0 ]; then
+	mkdir "$T/ro"
+	if mount -t tmpfs -o ro,size=1M evs-dumptest "$T/ro" 2>/dev/null; then
+		MOUNTS+=("$T/ro")
+		"$DUMP" -o "$T/ro" "$NAME" 2>"$T/e2"; rc=$?
+		[ "$rc" -eq 2 ] || fail "read-only mount: exit $rc, expected 2"
+		grep -q "cannot write to output directory '$T/ro': Read-only file system" "$T/e2" || { cat "$T/e2"; fail "message"; }
+		"$DUMP" -o "$T/ro/sub" "$NAME" 2>"$T/e3"; rc=$?
+		[ "$rc" -eq 2 ] && grep -q "Read-only file system" "$T/e3" || fail "read-only mount, subdirectory"
+		ok "read-only tmpfs: '$(cat "$T/e2")', exit 2"
+	else
+		skip "read-only tmpfs case: root cannot mount a tmpfs here"
+		skipped=1
+	fi
 else
-	skip "read-only tmpfs case needs root and mount (uid $(id -u))"
-fi
-if [ "$(id -u)" -ne 0 ]; then
 	mkdir -m 555 "$T/noperm"
 	"$DUMP" -o "$T/noperm" "$NAME" 2>"$T/e4"; rc=$?
 	[ "$rc" -eq 2 ] && grep -q "Permission denied" "$T/e4" || fail "mode 555 directory"
 	ok "mode 555 directory: exit 2"
 fi
 kill -TERM "$DEMO_PID"; wait_pid "$DEMO_PID" 10
+# a case that could not run counts as a skip (exit 77), not as a pass
+[ "$skipped" -eq 0 ] || exit 77
