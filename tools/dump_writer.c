@@ -61,10 +61,6 @@ int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode
 
 	w->mode = mode;
 	w->dirfd = -1;
-	if (!w->out)
-		w->out = stdout;
-	if (!w->err)
-		w->err = stderr;
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	err = mkdir_p(dir);
 	if (err < 0) {
@@ -166,7 +162,7 @@ static int write_iov(int fd, struct iovec *iov, int n)
 int dump_writer_add_core(struct dump_writer *w, unsigned int core)
 {
 	struct dump_core *c = core_slot(w, core);
-	char name[64];
+	char name[32];
 	int err;
 
 	if (!c)
@@ -180,6 +176,7 @@ int dump_writer_add_core(struct dump_writer *w, unsigned int core)
 		c->dirfd = openat(w->dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (c->dirfd < 0)
 			goto err;
+		c->file_dir_len = (unsigned int)snprintf(c->file, sizeof(c->file), "c%u/", core);
 	} else if (w->mode == DUMP_RAW) {
 		struct dump_raw_hdr h = { .version = 1, .core = core };
 		struct iovec iov = { &h, sizeof(h) };
@@ -195,6 +192,7 @@ int dump_writer_add_core(struct dump_writer *w, unsigned int core)
 			goto err;
 		}
 		c->raw_off = sizeof(h);
+		snprintf(c->file, sizeof(c->file), "%s", name);
 	}
 	c->used = true;
 	return 0;
@@ -221,18 +219,19 @@ static void count_failure(struct dump_writer *w, struct dump_core *c, const char
 
 /* Complete files only: the name appears (rename) after the last byte is
  * written and the file is closed, so a full disk leaves no file that looks
- * valid, only a removed temporary. */
+ * valid, only a removed temporary. The name goes to c->file, after "c<N>/". */
 static int write_npy(struct dump_core *c, uint64_t seq, const struct tensor_event *ev,
-		     const char *descr, char *name, size_t name_len)
+		     const char *descr)
 {
-	char hdr[NPY_HEADER_MAX], tmp[64];
+	char hdr[NPY_HEADER_MAX], tmp[32], *name = c->file + c->file_dir_len;
 	struct iovec iov[2];
-	int hlen, fd, err;
+	int hlen, fd, err, n;
 
-	snprintf(name, name_len, "%012" PRIu64 ".npy", seq);
-	snprintf(tmp, sizeof(tmp), ".%012" PRIu64 ".npy.tmp", seq);
-	if (!descr)
-		return -EINVAL;
+	n = snprintf(name, sizeof(c->file) - c->file_dir_len, "%012" PRIu64 ".npy", seq);
+	/* ".<name>.tmp" */
+	tmp[0] = '.';
+	memcpy(tmp + 1, name, (size_t)n);
+	memcpy(tmp + 1 + n, ".tmp", 5);
 	hlen = npy_header(hdr, sizeof(hdr), descr, ev->ndim, ev->shape);
 	if (hlen < 0)
 		return hlen;
@@ -292,10 +291,8 @@ static void index_line(struct dump_writer *w, unsigned int core, const struct ev
 	} else {
 		fprintf(f, ",\"dtype\":");
 		json_put_str(f, ev->dtype);
-		if (descr) {
-			fprintf(f, ",\"npy_dtype\":");
-			json_put_str(f, descr);
-		}
+		fprintf(f, ",\"npy_dtype\":");
+		json_put_str(f, descr);
 		fprintf(f, ",\"shape\":[");
 		for (uint32_t i = 0; i < ev->ndim; i++)
 			fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, ev->shape[i]);
@@ -320,7 +317,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 {
 	struct dump_core *c = core_slot(w, core);
 	struct tensor_event ev;
-	char name[48], file[80], dbuf[NPY_DESCR_MAX];
+	char dbuf[NPY_DESCR_MAX];
 	const char *fname = NULL, *descr = NULL;
 	uint64_t gap, raw_off = 0;
 	int err = 0;
@@ -343,36 +340,33 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 		index_line(w, core, h, gap, NULL, NULL, NULL, 0, 0);
 		return 0;
 	}
-	/* a parsed tensor has an element size, so this does not fail */
-	if (!ev.is_print && npy_descr(ev.dtype, ev.elem_size, dbuf) == 0)
+	if (!ev.is_print) {
+		/* cannot fail: a parsed tensor has an element size */
+		(void)npy_descr(ev.dtype, ev.elem_size, dbuf);
 		descr = dbuf;
+	}
 	if (w->print) {
-		FILE *f = ev.pipe == 2 ? w->err : w->out;
-
 		if (w->clear_status)
 			w->clear_status(w->ctx);
-		preview_print(f, &ev);
+		preview_print(ev.pipe == 2 ? stderr : stdout, &ev);
 	}
-	if (w->mode == DUMP_NPY && !ev.is_print) {
-		err = write_npy(c, h->seq, &ev, descr, name, sizeof(name));
-		snprintf(file, sizeof(file), "c%u/%s", core, name);
-		if (err)
-			count_failure(w, c, file, err);
-		else
-			fname = file;
-	} else if (w->mode == DUMP_RAW) {
-		snprintf(file, sizeof(file), "core%u.evsraw", core);
+	if (w->mode == DUMP_NPY && !ev.is_print)
+		err = write_npy(c, h->seq, &ev, descr);
+	else if (w->mode == DUMP_RAW)
 		err = write_raw(c, h, payload, &raw_off);
-		if (err)
-			count_failure(w, c, file, err);
-		else
-			fname = file;
+	else
+		goto index; /* nothing to write */
+	if (err) {
+		count_failure(w, c, c->file, err);
+	} else {
+		fname = c->file;
+		if (!ev.is_print) {
+			c->tensors++;
+			c->bytes += ev.bytes;
+			w->bytes += ev.bytes;
+		}
 	}
-	if (!err && !ev.is_print && w->mode != DUMP_INDEX_ONLY) {
-		c->tensors++;
-		c->bytes += ev.bytes;
-		w->bytes += ev.bytes;
-	}
+index:
 	index_line(w, core, h, gap, &ev, descr, fname, raw_off, err);
 	return 0;
 }

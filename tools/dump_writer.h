@@ -38,6 +38,10 @@ struct dump_core {
 	bool used;
 	int dirfd;             /* c<N>/ for .npy files */
 	int rawfd;
+	/* the file named in index lines, relative to the output directory:
+	 * "core<N>.evsraw", or "c<N>/" with each .npy name written after it */
+	char file[48];
+	unsigned int file_dir_len;
 	uint64_t raw_off;
 	uint64_t next_seq;
 	uint64_t events;       /* events read (index lines) */
@@ -50,11 +54,10 @@ struct dump_core {
 
 struct dump_writer {
 	enum dump_mode mode;
-	bool print;            /* prefixes (+ preview) to stdout / stderr */
+	bool print;            /* prefixes (+ preview) to stdout (pipe 1) / stderr (2) */
 	int dirfd;
 	char dir[4096];
 	FILE *index;
-	FILE *out, *err;       /* where pipe 1 and 2 prints go */
 	/* clears a live status line before anything is printed: stdout and
 	 * stderr share the terminal */
 	void (*clear_status)(void *ctx);
