@@ -21,7 +21,7 @@ static int convert_file(struct dump_writer *w, const char *rawdir, const char *n
 	struct dump_raw_hdr fh;
 	struct stat st;
 	const uint8_t *m;
-	uint64_t off, n = 0;
+	uint64_t off;
 	int fd, err = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", rawdir, name);
@@ -54,7 +54,7 @@ static int convert_file(struct dump_writer *w, const char *rawdir, const char *n
 		err = -EBADMSG;
 		goto unmap;
 	}
-	for (off = sizeof(fh); off < (uint64_t)st.st_size; n++) {
+	for (off = sizeof(fh); off < (uint64_t)st.st_size;) {
 		struct evs_event_header h;
 		uint64_t left = (uint64_t)st.st_size - off, len;
 

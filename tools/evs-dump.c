@@ -38,7 +38,6 @@ enum { TOK_SIGNAL = 1, TOK_TICK, TOK_DEADLINE, TOK_STREAM = 16 };
 struct stream {
 	unsigned int core;
 	struct evs_consumer *c;
-	int efd;
 	int hup_fd;          /* producer socket, -1 once it hung up (or none) */
 	bool runnable;       /* records may be pending: not asleep in epoll */
 	bool died;           /* the stream ended because its producer died */
@@ -207,7 +206,7 @@ static void stream_end(struct dumper *d, struct stream *s)
 		return;
 	s->done = true;
 	s->runnable = false;
-	epoll_ctl(d->ep, EPOLL_CTL_DEL, s->efd, NULL);
+	epoll_ctl(d->ep, EPOLL_CTL_DEL, evs_consumer__fd(s->c), NULL);
 	if (s->hup_fd >= 0)
 		epoll_ctl(d->ep, EPOLL_CTL_DEL, s->hup_fd, NULL);
 	d->live--;
@@ -341,6 +340,15 @@ static void handle_signal(struct dumper *d)
 	}
 }
 
+/* A timerfd fired: read its count (nothing needs it) so it rearms. */
+static void timer_ack(int fd)
+{
+	uint64_t n;
+	ssize_t r = read(fd, &n, sizeof(n));
+
+	(void)r;
+}
+
 static int run(struct dumper *d)
 {
 	struct epoll_event evs[64];
@@ -359,19 +367,16 @@ static int run(struct dumper *d)
 			return -errno;
 		for (int i = 0; i < n; i++) {
 			uint64_t tok = evs[i].data.u64;
-			uint64_t v;
 
 			if (tok == TOK_SIGNAL) {
 				handle_signal(d);
 			} else if (tok == TOK_TICK) {
-				if (read(d->tick_fd, &v, sizeof(v)) < 0)
-					v = 0;
+				timer_ack(d->tick_fd);
 				dump_writer_flush(&d->w);
 				if (d->progress)
 					status_line(d);
 			} else if (tok == TOK_DEADLINE) {
-				if (read(d->deadline_fd, &v, sizeof(v)) < 0)
-					v = 0;
+				timer_ack(d->deadline_fd);
 				start_draining(d);
 			} else {
 				struct stream *s = &d->s[(tok - TOK_STREAM) >> 1];
@@ -447,10 +452,9 @@ static int add_stream(struct dumper *d, unsigned int core, struct evs_consumer *
 	struct epoll_event ev = { .events = EPOLLIN };
 	int idx = (int)d->n;
 
-	*s = (struct stream){ .core = core, .c = c, .efd = evs_consumer__fd(c),
-			      .hup_fd = evs_consumer__hup_fd(c), .runnable = true };
+	*s = (struct stream){ .core = core, .c = c, .hup_fd = evs_consumer__hup_fd(c), .runnable = true };
 	ev.data.u64 = TOK_STREAM + ((uint64_t)idx << 1);
-	if (epoll_ctl(d->ep, EPOLL_CTL_ADD, s->efd, &ev) < 0)
+	if (epoll_ctl(d->ep, EPOLL_CTL_ADD, evs_consumer__fd(c), &ev) < 0)
 		return -errno;
 	if (s->hup_fd >= 0) {
 		ev.events = EPOLLIN | EPOLLRDHUP;

@@ -5,6 +5,9 @@
 
 #include "preview.h"
 
+/* Tensors with at most this many elements are printed in full. */
+#define PREVIEW_FULL_MAX 64
+
 static float half_to_float(uint16_t h)
 {
 	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
@@ -43,7 +46,8 @@ static int fmt_float(char *buf, size_t len, double v)
 	return n;
 }
 
-int preview_element(char *buf, size_t len, const char *dtype, uint32_t esz, const void *p)
+/* One element as NumPy prints it ("1.5", "-2.", "True", "7"). */
+static int preview_element(char *buf, size_t len, const char *dtype, uint32_t esz, const void *p)
 {
 	union { uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; float f; double d; } v;
 
