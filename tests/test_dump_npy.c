@@ -119,6 +119,25 @@ START_TEST(test_npy_descr_maps_every_dtype)
 }
 END_TEST
 
+/* The tools' dtype table and the library agree: every name has the
+ * library's element size, and its descr says that size ("<f4": 4). */
+START_TEST(test_npy_dtype_table_agrees_with_the_library)
+{
+	ck_assert_uint_eq(npy_ndtypes, 13);
+	for (unsigned int i = 0; i < npy_ndtypes; i++) {
+		const struct npy_dtype *t = &npy_dtypes[i];
+		uint32_t size = evs_dtype_size(t->name);
+
+		ck_assert_msg(size != 0, "%s: unknown to the library", t->name);
+		ck_assert_uint_eq((uint32_t)(t->descr[2] - '0'), size);
+		ck_assert_ptr_eq(npy_dtype_find(t->name), t);
+		ck_assert_int_ne(t->kind, NPY_KIND_OTHER);
+	}
+	ck_assert_ptr_null(npy_dtype_find("fp8_e4m3"));
+	ck_assert_ptr_null(npy_dtype_find(""));
+}
+END_TEST
+
 START_TEST(test_npy_parse_rejects_malformed_headers)
 {
 	char buf[256];
@@ -257,6 +276,7 @@ int main(void)
 	tcase_add_test(tc, test_npy_header_aligns_data_to_64_for_any_shape);
 	tcase_add_test(tc, test_npy_header_refuses_a_small_buffer);
 	tcase_add_test(tc, test_npy_descr_maps_every_dtype);
+	tcase_add_test(tc, test_npy_dtype_table_agrees_with_the_library);
 	tcase_add_test(tc, test_npy_parse_rejects_malformed_headers);
 	tcase_add_test(tc, test_tensor_event_parse_uses_the_recorded_ndim);
 	tcase_add_test(tc, test_tensor_event_parse_rejects_inconsistent_payloads);

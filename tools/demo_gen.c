@@ -4,6 +4,7 @@
 
 #include "demo_gen.h"
 #include "evstream/evstream.h"
+#include "npy.h"
 
 static uint64_t mix(uint64_t x)
 {
@@ -14,17 +15,13 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* Every dtype the library knows; their sizes are the library's
+/* Every dtype of the tools' table (npy.c); their sizes are the library's
  * (evs_dtype_size), so the demo cannot disagree with it. */
-static const char *const dtypes[] = {
-	"float64", "float32", "float16", "bfloat16",
-	"int64",   "int32",   "int16",   "int8",
-	"uint64",  "uint32",  "uint16",  "uint8",
-	"bool",
-};
-#define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
+#define NDTYPES npy_ndtypes
 
-/* What a model step prints: name, dtype, shape, view. */
+/* What a model step prints: name, dtype (an index into npy_dtypes:
+ * 0 float64, 1 float32, 2 float16, 3 bfloat16, 4..7 int64..int8,
+ * 8..11 uint64..uint8, 12 bool), shape, view. */
 static const struct {
 	const char *name; int dtype; uint32_t ndim; uint64_t shape[3]; int view;
 } mixed[] = {
@@ -66,8 +63,9 @@ int demo_pattern_parse(const char *s)
 
 static void set_dtype(struct demo_event *e, int i)
 {
-	snprintf(e->dtype, sizeof(e->dtype), "%s", dtypes[i]);
-	e->esz = evs_dtype_size(dtypes[i]);
+	snprintf(e->dtype, sizeof(e->dtype), "%s", npy_dtypes[i].name);
+	e->esz = evs_dtype_size(npy_dtypes[i].name);
+	e->kind = npy_dtypes[i].kind;
 }
 
 static void finish(struct demo_event *e)
@@ -181,8 +179,8 @@ static void element(const struct demo_event *e, uint64_t i, uint8_t *dst)
 	uint32_t u;
 	uint16_t s;
 
-	switch (e->dtype[0]) {
-	case 'f':
+	switch (e->kind) {
+	case NPY_KIND_FLOAT:
 		if (e->esz == 8)
 			memcpy(dst, &d, 8);
 		else if (e->esz == 4)
@@ -190,14 +188,13 @@ static void element(const struct demo_event *e, uint64_t i, uint8_t *dst)
 		else
 			s = half_bits(n), memcpy(dst, &s, 2);
 		return;
-	case 'b':
-		if (e->dtype[1] == 'f') { /* bfloat16: the top half of the float32 */
-			memcpy(&u, &f, 4);
-			s = (uint16_t)(u >> 16);
-			memcpy(dst, &s, 2);
-		} else {
-			*dst = h & 1;
-		}
+	case NPY_KIND_BFLOAT16: /* the top half of the float32 */
+		memcpy(&u, &f, 4);
+		s = (uint16_t)(u >> 16);
+		memcpy(dst, &s, 2);
+		return;
+	case NPY_KIND_BOOL:
+		*dst = h & 1;
 		return;
 	default:
 		memcpy(dst, &h, e->esz); /* integers: the low bytes, any value */

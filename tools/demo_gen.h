@@ -29,6 +29,7 @@ struct demo_event {
 	uint32_t pipe;
 	char dtype[16];
 	uint32_t esz;
+	int kind;              /* enum npy_kind */
 	uint32_t ndim;
 	uint64_t shape[8];
 	int view;

@@ -8,21 +8,34 @@
 
 #include "npy.h"
 
-static const struct { const char *dtype; const char *descr; } descrs[] = {
-	{ "float64", "<f8" }, { "float32", "<f4" }, { "float16", "<f2" },
-	{ "bfloat16", "<u2" }, /* no NumPy type: the raw bits */
-	{ "int64", "<i8" },   { "int32", "<i4" },   { "int16", "<i2" },  { "int8", "|i1" },
-	{ "uint64", "<u8" },  { "uint32", "<u4" },  { "uint16", "<u2" }, { "uint8", "|u1" },
-	{ "bool", "|b1" },
+const struct npy_dtype npy_dtypes[] = {
+	{ "float64", "<f8", NPY_KIND_FLOAT }, { "float32", "<f4", NPY_KIND_FLOAT },
+	{ "float16", "<f2", NPY_KIND_FLOAT },
+	{ "bfloat16", "<u2", NPY_KIND_BFLOAT16 }, /* no NumPy type: the raw bits */
+	{ "int64", "<i8", NPY_KIND_INT },   { "int32", "<i4", NPY_KIND_INT },
+	{ "int16", "<i2", NPY_KIND_INT },   { "int8", "|i1", NPY_KIND_INT },
+	{ "uint64", "<u8", NPY_KIND_UINT }, { "uint32", "<u4", NPY_KIND_UINT },
+	{ "uint16", "<u2", NPY_KIND_UINT }, { "uint8", "|u1", NPY_KIND_UINT },
+	{ "bool", "|b1", NPY_KIND_BOOL },
 };
+const unsigned int npy_ndtypes = sizeof(npy_dtypes) / sizeof(npy_dtypes[0]);
+
+const struct npy_dtype *npy_dtype_find(const char *dtype)
+{
+	for (unsigned int i = 0; i < npy_ndtypes; i++)
+		if (!strcmp(dtype, npy_dtypes[i].name))
+			return &npy_dtypes[i];
+	return NULL;
+}
 
 int npy_descr(const char *dtype, uint32_t elem_size, char descr[NPY_DESCR_MAX])
 {
-	for (size_t i = 0; i < sizeof(descrs) / sizeof(descrs[0]); i++)
-		if (!strcmp(dtype, descrs[i].dtype)) {
-			snprintf(descr, NPY_DESCR_MAX, "%s", descrs[i].descr);
-			return 0;
-		}
+	const struct npy_dtype *t = npy_dtype_find(dtype);
+
+	if (t) {
+		snprintf(descr, NPY_DESCR_MAX, "%s", t->descr);
+		return 0;
+	}
 	if (!elem_size)
 		return -EINVAL;
 	snprintf(descr, NPY_DESCR_MAX, "|V%u", elem_size);

@@ -18,6 +18,29 @@
 #define NPY_HEADER_MAX 512      /* 8 dims of 20 digits fit with room to spare */
 #define NPY_DESCR_MAX  16
 
+/* How an element of a dtype reads, for previews and generators. */
+enum npy_kind {
+	NPY_KIND_OTHER = 0, /* not in the table: opaque bytes */
+	NPY_KIND_FLOAT,     /* IEEE 754 binary16/32/64 by size */
+	NPY_KIND_BFLOAT16,  /* the top half of a float32; stored as "<u2" */
+	NPY_KIND_INT,
+	NPY_KIND_UINT,
+	NPY_KIND_BOOL,
+};
+
+/* The tools' one table of evstream dtypes; element sizes are the
+ * library's (evs_dtype_size()). */
+struct npy_dtype {
+	const char *name;   /* evstream dtype: "float32" */
+	const char *descr;  /* NumPy type string: "<f4" */
+	enum npy_kind kind;
+};
+extern const struct npy_dtype npy_dtypes[];
+extern const unsigned int npy_ndtypes;
+
+/* The table's entry for dtype, or NULL. */
+const struct npy_dtype *npy_dtype_find(const char *dtype);
+
 /*
  * The descr (NumPy type string) for an evstream dtype: "<f4", "|b1", ...
  * bfloat16 has no NumPy type and is stored as "<u2" (its raw bits). An

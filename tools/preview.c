@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "npy.h"
 #include "preview.h"
 
 /* Tensors with at most this many elements are printed in full. */
@@ -46,37 +47,36 @@ static int fmt_float(char *buf, size_t len, double v)
 	return n;
 }
 
-/* One element as NumPy prints it ("1.5", "-2.", "True", "7"). */
-static int preview_element(char *buf, size_t len, const char *dtype, uint32_t esz, const void *p)
+/* One element of a dtype of kind k as NumPy prints it ("1.5", "-2.",
+ * "True", "7"); the kind is looked up once per tensor. */
+static int preview_element(char *buf, size_t len, enum npy_kind k, uint32_t esz, const void *p)
 {
 	union { uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; float f; double d; } v;
 
 	memcpy(&v, p, esz <= sizeof(v) ? esz : sizeof(v));
-	if (!strcmp(dtype, "float64"))
-		return fmt_float(buf, len, v.d);
-	if (!strcmp(dtype, "float32"))
-		return fmt_float(buf, len, v.f);
-	if (!strcmp(dtype, "float16"))
-		return fmt_float(buf, len, half_to_float(v.u16));
-	if (!strcmp(dtype, "bfloat16"))
+	switch (k) {
+	case NPY_KIND_FLOAT:
+		return fmt_float(buf, len, esz == 8 ? v.d : esz == 4 ? v.f : half_to_float(v.u16));
+	case NPY_KIND_BFLOAT16:
 		return fmt_float(buf, len, bf16_to_float(v.u16));
-	if (!strcmp(dtype, "bool"))
+	case NPY_KIND_BOOL:
 		return snprintf(buf, len, v.u8 ? "True" : "False");
-	if (!strncmp(dtype, "int", 3)) {
+	case NPY_KIND_INT: {
 		int64_t s = esz == 1 ? (int8_t)v.u8 : esz == 2 ? (int16_t)v.u16 :
 			    esz == 4 ? (int32_t)v.u32 : (int64_t)v.u64;
 		return snprintf(buf, len, "%" PRId64, s);
 	}
-	if (!strncmp(dtype, "uint", 4)) {
+	case NPY_KIND_UINT: {
 		uint64_t u = esz == 1 ? v.u8 : esz == 2 ? v.u16 : esz == 4 ? v.u32 : v.u64;
 		return snprintf(buf, len, "%" PRIu64, u);
 	}
-	/* unknown dtype: the bytes */
-	{
+	default: { /* unknown dtype: the bytes */
 		int n = snprintf(buf, len, "0x");
+
 		for (uint32_t i = 0; i < esz && i < 8 && (size_t)n + 3 < len; i++)
 			n += snprintf(buf + n, len - (size_t)n, "%02x", ((const uint8_t *)p)[i]);
 		return n;
+	}
 	}
 }
 
@@ -111,6 +111,8 @@ static void print_nested(FILE *f, const struct tensor_event *ev, char (*s)[ELEM_
 static void print_tensor(FILE *f, const struct tensor_event *ev)
 {
 	const uint8_t *d = ev->data;
+	const struct npy_dtype *t = npy_dtype_find(ev->dtype);
+	enum npy_kind k = t ? t->kind : NPY_KIND_OTHER;
 	char s[PREVIEW_FULL_MAX][ELEM_W];
 	int width = 0;
 
@@ -122,19 +124,19 @@ static void print_tensor(FILE *f, const struct tensor_event *ev)
 		/* flat: the first and the last three, like NumPy's summary */
 		fputc('[', f);
 		for (uint64_t i = 0; i < 3; i++) {
-			preview_element(s[0], ELEM_W, ev->dtype, ev->elem_size, d + i * ev->elem_size);
+			preview_element(s[0], ELEM_W, k, ev->elem_size, d + i * ev->elem_size);
 			fprintf(f, "%s ", s[0]);
 		}
 		fprintf(f, "...");
 		for (uint64_t i = ev->numel - 3; i < ev->numel; i++) {
-			preview_element(s[0], ELEM_W, ev->dtype, ev->elem_size, d + i * ev->elem_size);
+			preview_element(s[0], ELEM_W, k, ev->elem_size, d + i * ev->elem_size);
 			fprintf(f, " %s", s[0]);
 		}
 		fputc(']', f);
 		goto shape;
 	}
 	for (uint64_t i = 0; i < ev->numel; i++) {
-		int n = preview_element(s[i], ELEM_W, ev->dtype, ev->elem_size, d + i * ev->elem_size);
+		int n = preview_element(s[i], ELEM_W, k, ev->elem_size, d + i * ev->elem_size);
 
 		if (n > width)
 			width = n;
@@ -146,7 +148,7 @@ static void print_tensor(FILE *f, const struct tensor_event *ev)
 
 		print_nested(f, ev, s, width, 0, &at);
 	}
-	if (strcmp(ev->dtype, "bfloat16"))
+	if (k != NPY_KIND_BFLOAT16)
 		return;
 shape:
 	fprintf(f, " (%s, shape (", ev->dtype);
