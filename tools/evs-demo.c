@@ -103,6 +103,7 @@ static void *worker_main(void *arg)
 
 	for (uint64_t k = 0; !atomic_load(&stop) && (!d->max_events || k < d->max_events); k++) {
 		int64_t strides[8];
+		uint64_t now = cli_now_ns(); /* one clock read per event */
 		int err;
 
 		/* a print storm: the ring fills and the rest is dropped, counted */
@@ -112,10 +113,12 @@ static void *worker_main(void *arg)
 		} else if (d->rate > 0) {
 			uint64_t due = t0 + (uint64_t)((double)paced++ * 1e9 / d->rate);
 
-			if (due > cli_now_ns())
+			if (due > now) {
 				sleep_until(due);
+				now = due;
+			}
 		}
-		if (cli_now_ns() >= end)
+		if (now >= end)
 			break;
 		if (w->core == 0 && (int64_t)k == d->huge_at) {
 			err = emit_huge(d, w->core);
