@@ -342,10 +342,12 @@ int main(int argc, char **argv)
 		if (w[i].err)
 			rc = 1;
 		evs_producer__stats(d.p, i, &st);
-		fprintf(stderr, "evs-demo: core %u: %" PRIu64 " events emitted, %" PRIu64
-			" committed; dropped: ring_full %" PRIu64 ", too_big %" PRIu64 ", no_consumer %" PRIu64 "\n",
-			i, w[i].emitted, st.committed, st.dropped_events[EVS_DROP_RING_FULL],
-			st.dropped_events[EVS_DROP_TOO_BIG], st.dropped_events[EVS_DROP_NO_CONSUMER]);
+		fprintf(stderr, "evs-demo: core %u: %" PRIu64 " events emitted, %" PRIu64 " committed; dropped:",
+			i, w[i].emitted, st.committed);
+		for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
+			fprintf(stderr, "%s %s %" PRIu64, k ? "," : "", evs_drop_cause_name(k),
+				st.dropped_events[k]);
+		fputc('\n', stderr);
 	}
 	if (hold) {
 		fprintf(stderr, "evs-demo: done emitting; holding the streams open until SIGINT/SIGTERM\n");

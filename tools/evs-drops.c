@@ -136,17 +136,34 @@ static double rate_of(const struct snap *prev, const struct entry *e, double dt)
 	return (double)(e->v.events - before) / dt;
 }
 
+/* evs_drop_cause_name()'s words: evs-drops reads libevstream's probes and
+ * does not link it, so the names are kept here, once, by enum value. */
+static const char *const cause_names[] = {
+	[EVS_DROP_RING_FULL] = "ring_full",
+	[EVS_DROP_TOO_BIG] = "too_big",
+	[EVS_DROP_NO_CONSUMER] = "no_consumer",
+};
+_Static_assert(sizeof(cause_names) / sizeof(cause_names[0]) == EVS_DROP_CAUSE_COUNT, "causes");
+
+/* The BPF map's count for a cause (its fields follow enum evs_drop_cause). */
+static uint64_t cause_events(const struct evs_drop_val *v, int cause)
+{
+	switch (cause) {
+	case EVS_DROP_RING_FULL: return v->ring_full;
+	case EVS_DROP_TOO_BIG: return v->too_big;
+	case EVS_DROP_NO_CONSUMER: return v->no_consumer;
+	}
+	return 0;
+}
+
 static void print_causes(const struct evs_drop_val *v)
 {
 	int any = 0;
 
-	if (v->ring_full)
-		any += printf("%sring_full=%llu", any ? " " : "", (unsigned long long)v->ring_full) > 0;
-	if (v->too_big)
-		any += printf("%stoo_big=%llu", any ? " " : "", (unsigned long long)v->too_big) > 0;
-	if (v->no_consumer)
-		any += printf("%sno_consumer=%llu", any ? " " : "",
-			      (unsigned long long)v->no_consumer) > 0;
+	for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
+		if (cause_events(v, k))
+			any += printf("%s%s=%llu", any ? " " : "", cause_names[k],
+				      (unsigned long long)cause_events(v, k)) > 0;
 	if (!any)
 		printf("-");
 }
@@ -211,13 +228,14 @@ static void print_json(const struct evs_drops *d, const struct snap *cur, const 
 		printf("%s{\"pid\":%u,\"comm\":", i ? "," : "", e->k.pid);
 		json_put_str(stdout, comm);
 		printf(",\"core\":%u,\"events\":%llu,\"events_per_s\":%.1f,\"bytes\":%llu,"
-		       "\"bursts\":%llu,\"batches\":%llu,\"ring_full\":%llu,\"too_big\":%llu,"
-		       "\"no_consumer\":%llu,\"stream_total\":%llu}",
+		       "\"bursts\":%llu,\"batches\":%llu",
 		       e->k.core, (unsigned long long)e->v.events, rate_of(prev, e, dt),
 		       (unsigned long long)e->v.bytes, (unsigned long long)e->v.bursts,
-		       (unsigned long long)e->v.batches, (unsigned long long)e->v.ring_full,
-		       (unsigned long long)e->v.too_big, (unsigned long long)e->v.no_consumer,
-		       (unsigned long long)e->v.total);
+		       (unsigned long long)e->v.batches);
+		for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
+			printf(",\"%s\":%llu", cause_names[k],
+			       (unsigned long long)cause_events(&e->v, k));
+		printf(",\"stream_total\":%llu}", (unsigned long long)e->v.total);
 	}
 	printf("]}\n");
 	fflush(stdout);

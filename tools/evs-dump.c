@@ -134,19 +134,23 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 {
 	double secs = (double)(cli_now_ns() - d->t0) / 1e9;
 
-	if (json)
+	if (json) {
 		fprintf(f, "{\"producer\":\"%s\",\"seconds\":%.3f,\"events\":%" PRIu64
 			",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64
 			",\"index_error\":%s%s%s,\"cores\":[",
 			d->name, secs, d->w.events, d->w.bytes, d->w.failed, d->w.bad,
 			d->w.index_errno ? "\"" : "", d->w.index_errno ? strerror(d->w.index_errno) : "null",
 			d->w.index_errno ? "\"" : "");
-	else
+	} else {
 		fprintf(f, "evs-dump: %" PRIu64 " events, %.1f MB in %.2f s (%.0f ev/s, %.1f MB/s) to %s\n"
-			"  core    events   tensors        bytes    gaps  ring_full  too_big  no_consumer  failed\n",
+			"  core    events   tensors        bytes    gaps",
 			d->w.events, (double)d->w.bytes / 1e6, secs,
 			secs > 0 ? (double)d->w.events / secs : 0,
 			secs > 0 ? (double)d->w.bytes / secs / 1e6 : 0, d->w.dir);
+		for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
+			fprintf(f, "  %s", evs_drop_cause_name(k));
+		fprintf(f, "  failed\n");
+	}
 	for (unsigned int i = 0; i < d->n; i++) {
 		struct stream *s = &d->s[i];
 		struct evs_stream_stats st = { .sz = sizeof(st) };
@@ -154,21 +158,23 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 		const struct dump_core *c = &d->w.cores[s->core];
 
 		evs_consumer__stats(s->c, &st);
-		if (json)
+		if (json) {
 			fprintf(f, "%s{\"core\":%u,\"events\":%" PRIu64 ",\"tensors\":%" PRIu64
-				",\"bytes\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"produced\":%" PRIu64
-				",\"ring_full\":%" PRIu64 ",\"too_big\":%" PRIu64 ",\"no_consumer\":%" PRIu64
-				",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"producer_died\":%s}",
-				i ? "," : "", s->core, c->events, c->tensors, c->bytes, c->gaps, st.produced,
-				st.dropped_events[EVS_DROP_RING_FULL], st.dropped_events[EVS_DROP_TOO_BIG],
-				st.dropped_events[EVS_DROP_NO_CONSUMER], c->failed, c->bad,
-				s->died ? "true" : "false");
-		else
-			fprintf(f, "  %4u %9" PRIu64 " %9" PRIu64 " %12" PRIu64 " %7" PRIu64 " %10" PRIu64
-				" %8" PRIu64 " %12" PRIu64 " %7" PRIu64 "\n",
-				s->core, c->events, c->tensors, c->bytes, c->gaps,
-				st.dropped_events[EVS_DROP_RING_FULL], st.dropped_events[EVS_DROP_TOO_BIG],
-				st.dropped_events[EVS_DROP_NO_CONSUMER], c->failed);
+				",\"bytes\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"produced\":%" PRIu64,
+				i ? "," : "", s->core, c->events, c->tensors, c->bytes, c->gaps, st.produced);
+			for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
+				fprintf(f, ",\"%s\":%" PRIu64, evs_drop_cause_name(k), st.dropped_events[k]);
+			fprintf(f, ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"producer_died\":%s}",
+				c->failed, c->bad, s->died ? "true" : "false");
+		} else {
+			fprintf(f, "  %4u %9" PRIu64 " %9" PRIu64 " %12" PRIu64 " %7" PRIu64,
+				s->core, c->events, c->tensors, c->bytes, c->gaps);
+			/* each count under its name */
+			for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
+				fprintf(f, " %*" PRIu64, (int)strlen(evs_drop_cause_name(k)) + 1,
+					st.dropped_events[k]);
+			fprintf(f, " %7" PRIu64 "\n", c->failed);
+		}
 	}
 	if (json)
 		fprintf(f, "]}\n");

@@ -327,7 +327,7 @@ static void drain_and_check(double secs, uint64_t t_run_ns, unsigned long seed)
 	uint64_t tot_sessions = 0, tot_full = 0, tot_nocons = 0, tot_stalls = 0;
 
 	printf("\n%-4s %12s %12s %12s %12s %12s %6s %6s %8s %6s\n", "core", "produced", "delivered",
-	       "ring_full", "no_consumer", "verified", "kills", "stops", "sessions", "stalls");
+	       evs_drop_cause_name(EVS_DROP_RING_FULL), evs_drop_cause_name(EVS_DROP_NO_CONSUMER), "verified", "kills", "stops", "sessions", "stalls");
 	for (unsigned int i = 0; i < nstreams; i++) {
 		struct stream_board *sb = &B->s[i];
 		struct evs_stream_stats st = { .sz = sizeof(st) };
