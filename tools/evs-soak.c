@@ -117,8 +117,10 @@ struct emitter {
 	unsigned int core;
 };
 
-static void checkpoint(struct evs_producer *p, unsigned int core, uint64_t calls, uint64_t ok,
-		       uint64_t full, uint64_t nocons)
+/* The shared counters agree with what emit returned; then the emit
+ * results are published for the supervisor. */
+static void checkpoint(struct evs_producer *p, unsigned int core, struct stream_board *sb,
+		       uint64_t calls, uint64_t ok, uint64_t full, uint64_t nocons)
 {
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 
@@ -131,6 +133,10 @@ static void checkpoint(struct evs_producer *p, unsigned int core, uint64_t calls
 		     (unsigned long long)st.produced, (unsigned long long)st.committed,
 		     (unsigned long long)st.dropped, (unsigned long long)calls,
 		     (unsigned long long)ok, (unsigned long long)(full + nocons));
+	atomic_store(&sb->calls, calls);
+	atomic_store(&sb->ok, ok);
+	atomic_store(&sb->ring_full, full);
+	atomic_store(&sb->no_consumer, nocons);
 }
 
 static void *emit_main(void *arg)
@@ -160,19 +166,10 @@ static void *emit_main(void *arg)
 			fail("core %u: emit gave %s", e->core, evs_strerror(err));
 		if (err)
 			seqmap_set(&sb->dropped, calls - 1);
-		if (calls % CHECK_EVERY == 0) {
-			checkpoint(e->p, e->core, calls, ok, full, nocons);
-			atomic_store(&sb->calls, calls);
-			atomic_store(&sb->ok, ok);
-			atomic_store(&sb->ring_full, full);
-			atomic_store(&sb->no_consumer, nocons);
-		}
+		if (calls % CHECK_EVERY == 0)
+			checkpoint(e->p, e->core, sb, calls, ok, full, nocons);
 	}
-	checkpoint(e->p, e->core, calls, ok, full, nocons);
-	atomic_store(&sb->calls, calls);
-	atomic_store(&sb->ok, ok);
-	atomic_store(&sb->ring_full, full);
-	atomic_store(&sb->no_consumer, nocons);
+	checkpoint(e->p, e->core, sb, calls, ok, full, nocons);
 	return NULL;
 }
 
