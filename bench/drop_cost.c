@@ -103,6 +103,8 @@ static int bpf_round(struct evs_producer *p, const char *pin, long n, struct sid
 
 	if (!d) {
 		snprintf(reason, rlen, "%s", evs_drops__errmsg());
+		/* open may have made the directory and pinned maps before failing */
+		evs_drops__unpin(pin);
 		return 77;
 	}
 	evs_producer__stats(p, 0, &st);
