@@ -50,6 +50,9 @@ static inline uint64_t touch(const void *data, size_t n)
 
 /* Pin the calling thread to one CPU; 0 or -errno. */
 int bench_pin(int cpu);
+/* nice -20 for the calling thread (and those it creates after) and its
+ * autogroup; warns when refused. */
+void bench_raise_priority(void);
 /* Run a(arg_a) on the producer CPU and b(arg_b) on the consumer CPU, each
  * in its own pinned thread, and wait for both. */
 void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b);

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/resource.h>
 #include <sys/utsname.h>
 
 #include "bench.h"
@@ -92,25 +91,6 @@ static void machine(void)
 	rep_int("ring_bytes", bopt.ring_bytes);
 	rep_int("cpu_producer", BENCH_CPU_PRODUCER);
 	rep_int("cpu_consumer", BENCH_CPU_CONSUMER);
-}
-
-/*
- * A shared machine: give our threads a high weight so that other builds
- * take the CPU from them rarely (never real-time, which would starve them).
- * With autogroups the thread nice only counts inside our session's group,
- * so the group's nice is raised too. Root only; said when refused.
- */
-static void raise_priority(void)
-{
-	FILE *f = fopen("/proc/self/autogroup", "w");
-
-	if (!f || fprintf(f, "-20") < 0 || fclose(f) != 0) {
-		warn("cannot raise the autogroup priority (%s): other load on the CPUs will show more",
-		     strerror(errno));
-		return;
-	}
-	if (setpriority(PRIO_PROCESS, 0, -20) < 0)
-		warn("cannot set nice -20: %s", strerror(errno));
 }
 
 static void target(const char *name, double value, double goal, bool at_least, const char *unit)
@@ -222,7 +202,7 @@ int main(int argc, char **argv)
 		setenv("EVSTREAM_RUNTIME_DIR", dir, 1);
 	}
 	unsetenv("EVSTREAM_PRODUCER");
-	raise_priority();
+	bench_raise_priority();
 
 	rep_begin();
 	machine();
