@@ -10,21 +10,15 @@
 #include <stdio.h>
 #include <time.h>
 
+/* cli_now_ns(): every timestamp in the benchmark, like the producer's
+ * header timestamp, is CLOCK_MONOTONIC through the vDSO */
+#include "../tools/cli.h"
+
 #define BENCH_CPU_PRODUCER 0
 #define BENCH_CPU_CONSUMER 1
 #define NPAYLOADS 6
 
 extern const size_t bench_payloads[NPAYLOADS];
-
-/* Every timestamp in the benchmark, like the producer's header timestamp:
- * CLOCK_MONOTONIC through the vDSO. */
-static inline uint64_t bench_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * Spin loops do not use PAUSE: in a KVM guest, pause-loop exiting turns a
@@ -56,7 +50,7 @@ void bench_raise_priority(void);
 /* Run a(arg_a) on the producer CPU and b(arg_b) on the consumer CPU, each
  * in its own pinned thread, and wait for both. */
 void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b);
-/* Busy-wait until bench_now() >= t. */
+/* Busy-wait until cli_now_ns() >= t. */
 void bench_spin_until(uint64_t t);
 
 /*
@@ -112,7 +106,7 @@ struct tput tput_of(double ev_s, size_t size);
 struct limits {
 	struct tput memcpy_bw[NPAYLOADS];  /* payload-sized copies over a ring-sized area */
 	double memcpy_hot_gb_s;            /* 1 MiB copies within cache */
-	double clock_ns;                   /* cost of one bench_now() */
+	double clock_ns;                   /* cost of one cli_now_ns() */
 	struct lat line_oneway;            /* cross-core cache line, half a round trip */
 	struct lat efd_wake;               /* eventfd write -> blocked read returns */
 	struct lat efd_wake_poll;          /* eventfd write -> poll() returns */
@@ -196,7 +190,7 @@ struct run {
 
 static inline void run_start(struct run *r, double warm_s, double secs)
 {
-	uint64_t t = bench_now();
+	uint64_t t = cli_now_ns();
 
 	r->t_warm = t + (uint64_t)(warm_s * 1e9);
 	r->t_stop = r->t_warm + (uint64_t)(secs * 1e9);
@@ -205,7 +199,7 @@ static inline void run_start(struct run *r, double warm_s, double secs)
 /* Producer: returns true when it must stop. */
 static inline bool run_tick(struct run *r)
 {
-	uint64_t t = bench_now();
+	uint64_t t = cli_now_ns();
 
 	if (t >= r->t_stop) {
 		atomic_store_explicit(&r->phase, 2, memory_order_relaxed);
@@ -230,11 +224,11 @@ static inline void run_mark(struct run *r, uint64_t count)
 	if (__builtin_expect(ph != r->seen, 0)) {
 		if (r->seen == 0) {
 			r->c1 = count;
-			r->t1 = bench_now();
+			r->t1 = cli_now_ns();
 		}
 		if (ph == 2) {
 			r->c2 = count;
-			r->t2 = bench_now();
+			r->t2 = cli_now_ns();
 		}
 		r->seen = ph;
 	}

@@ -81,7 +81,7 @@ void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b
 
 void bench_spin_until(uint64_t t)
 {
-	while (bench_now() < t)
+	while (cli_now_ns() < t)
 		cpu_relax();
 }
 

@@ -54,7 +54,7 @@ static void cost_evstream(struct cost *b, const uint8_t *src, int passes)
 		return;
 	}
 	for (int k = 0; k < passes; k++) {
-		uint64_t t0 = bench_now(), t1, t2;
+		uint64_t t0 = cli_now_ns(), t1, t2;
 
 		for (int i = 0; i < COST_BATCH; i++) {
 			void *d = evs_producer__reserve(p, 0, 1, COST_SIZE);
@@ -66,7 +66,7 @@ static void cost_evstream(struct cost *b, const uint8_t *src, int passes)
 			memcpy(d, src, COST_SIZE);
 			evs_producer__commit(p, 0);
 		}
-		t1 = bench_now();
+		t1 = cli_now_ns();
 		for (int i = 0; i < COST_BATCH; i++) {
 			if (evs_consumer__peek(c, &rec)) {
 				warn("per-event cost: peek found the ring empty");
@@ -75,7 +75,7 @@ static void cost_evstream(struct cost *b, const uint8_t *src, int passes)
 			sink += touch(rec.data, rec.hdr.data_size);
 			evs_consumer__release(c);
 		}
-		t2 = bench_now();
+		t2 = cli_now_ns();
 		best_of(b, t0, t1, t2);
 	}
 	b->ok = true;
@@ -96,12 +96,12 @@ static void cost_bare(struct cost *b, const uint8_t *src, int passes)
 		return;
 	memset(ring.area, 0, area);
 	for (int k = 0; k < passes; k++) {
-		uint64_t t0 = bench_now(), t1, t2;
+		uint64_t t0 = cli_now_ns(), t1, t2;
 
 		/* a batch is a quarter of the ring: never full, never empty */
 		for (int i = 0; i < COST_BATCH; i++)
 			bare_push(&ring, &prod, src, COST_SIZE, n++);
-		t1 = bench_now();
+		t1 = cli_now_ns();
 		for (int i = 0; i < COST_BATCH; i++) {
 			const uint8_t *r = bare_peek(&ring, &cons);
 			uint64_t size = *(const volatile uint64_t *)r;
@@ -109,7 +109,7 @@ static void cost_bare(struct cost *b, const uint8_t *src, int passes)
 			sink += touch(r + 64, size);
 			bare_release(&ring, &cons, size);
 		}
-		t2 = bench_now();
+		t2 = cli_now_ns();
 		best_of(b, t0, t1, t2);
 	}
 	free(ring.area);

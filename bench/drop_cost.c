@@ -56,12 +56,12 @@ static void time_drops(struct evs_producer *p, long n, struct side *sd)
 	long per = n / chunks;
 
 	for (long c = 0; c < chunks; c++) {
-		double t0 = (double)bench_now();
+		double t0 = (double)cli_now_ns();
 
 		for (long i = 0; i < per; i++)
 			evs_producer__emit(p, 0, 1, payload, sizeof(payload));
 		if (sd)
-			sd->chunk[sd->nchunks++] = ((double)bench_now() - t0) / (double)per;
+			sd->chunk[sd->nchunks++] = ((double)cli_now_ns() - t0) / (double)per;
 	}
 	evs_producer__flush(p, 0);
 }
@@ -69,13 +69,13 @@ static void time_drops(struct evs_producer *p, long n, struct side *sd)
 /* Each drop reported on its own (flush after every drop): ns per pair. */
 static void time_hits(struct evs_producer *p, struct side *sd)
 {
-	double t0 = (double)bench_now();
+	double t0 = (double)cli_now_ns();
 
 	for (int i = 0; i < HITS; i++) {
 		evs_producer__emit(p, 0, 1, payload, sizeof(payload));
 		evs_producer__flush(p, 0);
 	}
-	sd->hit_ns += ((double)bench_now() - t0) / HITS;
+	sd->hit_ns += ((double)cli_now_ns() - t0) / HITS;
 }
 
 static void side_sum_up(struct side *sd)

@@ -17,11 +17,11 @@
 static double drop_loop(struct evs_producer *p, uint64_t n, int want)
 {
 	uint8_t buf[64] = { 0 };
-	uint64_t t0 = bench_now(), bad = 0;
+	uint64_t t0 = cli_now_ns(), bad = 0;
 
 	for (uint64_t i = 0; i < n; i++)
 		bad += evs_producer__emit(p, 0, 1, buf, sizeof(buf)) != want;
-	double ns = (double)(bench_now() - t0) / (double)n;
+	double ns = (double)(cli_now_ns() - t0) / (double)n;
 
 	evs_producer__flush(p, 0);
 	if (bad)

@@ -39,13 +39,13 @@ const struct lat_case *lat_find(const char *name)
 static void *lt_producer(void *arg)
 {
 	struct lt *l = arg;
-	uint64_t t0 = bench_now() + 1000000;
+	uint64_t t0 = cli_now_ns() + 1000000;
 
 	for (uint64_t i = 0; i < l->n; i++) {
 		uint64_t slot = t0 + i * l->interval_ns, now;
 		void *d;
 
-		while ((now = bench_now()) < slot)
+		while ((now = cli_now_ns()) < slot)
 			cpu_relax();
 		if (now - slot > l->interval_ns)
 			l->late++;
@@ -67,7 +67,7 @@ static void *lt_consumer(void *arg)
 		int err = evs_consumer__peek(l->c, &rec);
 
 		if (err == 0) {
-			uint64_t now = bench_now();
+			uint64_t now = cli_now_ns();
 
 			hist_add(&l->h, now > rec.hdr.timestamp_ns ? now - rec.hdr.timestamp_ns : 0);
 			evs_consumer__release(l->c);

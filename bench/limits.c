@@ -37,7 +37,7 @@ static struct tput memcpy_bw(size_t size, uint8_t *dst, size_t area, const uint8
 
 	if (!size)
 		return r;
-	t0 = bench_now();
+	t0 = cli_now_ns();
 	end = t0 + (uint64_t)(secs * 1e9);
 	do {
 		for (int k = 0; k < 16; k++) {
@@ -48,20 +48,20 @@ static struct tput memcpy_bw(size_t size, uint8_t *dst, size_t area, const uint8
 			off += step;
 			n++;
 		}
-		t1 = bench_now();
+		t1 = cli_now_ns();
 	} while (t1 < end);
 	return tput_of((double)n / ((double)(t1 - t0) / 1e9), size);
 }
 
 static double clock_cost(void)
 {
-	uint64_t t0 = bench_now(), x = 0;
+	uint64_t t0 = cli_now_ns(), x = 0;
 	const int n = 1000000;
 
 	for (int i = 0; i < n; i++)
-		x += bench_now();
+		x += cli_now_ns();
 	__asm__ __volatile__("" : : "r"(x));
-	return (double)(bench_now() - t0) / n;
+	return (double)(cli_now_ns() - t0) / n;
 }
 
 /* ------------------------------------------------- cache line ping-pong */
@@ -78,7 +78,7 @@ static void *pp_ping(void *arg)
 {
 	(void)arg;
 	for (uint64_t r = 0; r < pp.rounds; r++) {
-		uint64_t t0 = bench_now();
+		uint64_t t0 = cli_now_ns();
 
 		for (uint64_t k = 0; k < PP_BATCH; k++) {
 			uint64_t want = 2 * (r * PP_BATCH + k) + 2;
@@ -89,7 +89,7 @@ static void *pp_ping(void *arg)
 		}
 		/* one sample: the mean one-way time over a batch of round trips,
 		 * so the clock read is not part of it */
-		hist_add(&pp.h, (bench_now() - t0) / (2 * PP_BATCH));
+		hist_add(&pp.h, (cli_now_ns() - t0) / (2 * PP_BATCH));
 	}
 	return NULL;
 }
@@ -123,8 +123,8 @@ static void *ew_waker(void *arg)
 	(void)arg;
 	for (uint64_t i = 0; i < ew.n; i++) {
 		/* let the sleeper get back into the kernel and go idle */
-		bench_spin_until(bench_now() + ew.gap_ns);
-		uint64_t t0 = bench_now();
+		bench_spin_until(cli_now_ns() + ew.gap_ns);
+		uint64_t t0 = cli_now_ns();
 
 		atomic_store_explicit(&ew.sent_at, t0, memory_order_relaxed);
 		eventfd_write(ew.efd, 1);
@@ -150,7 +150,7 @@ static void *ew_sleeper(void *arg)
 			while (eventfd_read(ew.efd, &v) < 0)
 				;
 		}
-		hist_add(&ew.h, bench_now() - atomic_load_explicit(&ew.sent_at, memory_order_relaxed));
+		hist_add(&ew.h, cli_now_ns() - atomic_load_explicit(&ew.sent_at, memory_order_relaxed));
 		atomic_store_explicit(&ew.acked, i + 1, memory_order_release);
 	}
 	return NULL;
@@ -185,10 +185,10 @@ static struct {
 
 static void *hic_spin(void *arg)
 {
-	uint64_t t0 = bench_now(), prev = t0, end = t0 + (uint64_t)(hic.secs * 1e9), now;
+	uint64_t t0 = cli_now_ns(), prev = t0, end = t0 + (uint64_t)(hic.secs * 1e9), now;
 
 	(void)arg;
-	while ((now = bench_now()) < end) {
+	while ((now = cli_now_ns()) < end) {
 		if (now - prev >= 2000) {
 			hist_add(&hic.h, now - prev);
 			hic.lost_ns += now - prev;
