@@ -133,7 +133,8 @@ int main(int argc, char **argv)
 	long n = 10 * 1000 * 1000;
 	int json = 0, c, rc = 0;
 	struct side no_bpf = { 0 }, bpf = { 0 };
-	char pin[64], reason[1100] = "", *end;
+	char pin[64], reason[1100] = "";
+	uint64_t events;
 	unsigned long long counted = 0, expect = 0;
 	struct evs_producer *p;
 	struct evs_consumer *cons;
@@ -144,10 +145,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'j': json = 1; break;
 		case 'n':
-			n = strtol(optarg, &end, 10);
-			if (n <= 0 || *end || end == optarg)
-				return fprintf(stderr, "evs-bench-drops: --events '%s' is not allowed: "
-					       "use a positive count\n", optarg), 2;
+			if (cli_parse_u64("--events", optarg, 1, 100000000000ull, 0, &events))
+				return 2;
+			n = (long)events;
 			break;
 		default:
 			fprintf(stderr, "usage: evs-bench-drops [--json] [--events N]\n");

@@ -28,13 +28,14 @@ static void usage(FILE *f)
 		"                 [--variant SUBSTR] [--payload BYTES] [--rounds N]\n"
 		"  --quick        shorter runs (about a minute in all instead of four)\n"
 		"  --json         one JSON document on stdout; the human table goes to stderr\n"
-		"  --secs S       measured seconds per throughput point (default 0.5, quick 0.15)\n"
-		"  --ring-mb N    ring size of the throughput runs (default 64)\n"
+		"  --secs S       measured seconds per throughput point, 0.001 to 3600\n"
+		"                 (default 0.5, quick 0.15)\n"
+		"  --ring-mb N    ring size of the throughput runs in MiB, 8 to 65536 (default 64)\n"
 		"  --rounds N     rounds of each throughput payload and of the latency cases,\n"
 		"                 1 to 9 (default 3); ratios are medians of the ratios\n"
 		"                 within a round\n"
 		"  --variant S    throughput: only the paths whose name contains S\n"
-		"  --payload B    throughput: only this payload size\n"
+		"  --payload B    throughput: only this payload size: 0, 64, 1K, 64K, 1M or 4M\n"
 		"  --plot-dir DIR write throughput.dat and latency.dat for bench/plot.gp\n"
 		"  --drops-json F fold the output of evs-bench-drops --json into the report\n");
 }
@@ -135,6 +136,26 @@ static void targets(void)
 	rep_section_end();
 }
 
+/* --payload: one of the sizes the throughput part measures */
+static int parse_payload(const char *s)
+{
+	uint64_t v;
+
+	if (!cli_parse_u64("--payload", s, 0, bench_payloads[NPAYLOADS - 1], CLI_SIZE, &v)) {
+		for (int i = 0; i < NPAYLOADS; i++)
+			if (bench_payloads[i] == v) {
+				bopt.payload = (long)v;
+				return 0;
+			}
+		fprintf(stderr, "evs-bench: --payload '%s' is not a payload size of the benchmark\n", s);
+	}
+	fprintf(stderr, "evs-bench: --payload: the sizes measured are");
+	for (int i = 0; i < NPAYLOADS; i++)
+		fprintf(stderr, "%s %zu", i ? "," : "", bench_payloads[i]);
+	fprintf(stderr, " (or 1K, 64K, 1M, 4M)\n");
+	return -EINVAL;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -146,6 +167,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	uint64_t v;
 	int opt;
 
 	bopt.ring_bytes = 64ull << 20;
@@ -155,8 +177,16 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'q': bopt.quick = true; break;
 		case 'j': bopt.json = true; break;
-		case 's': bopt.secs = atof(optarg); break;
-		case 'r': bopt.ring_bytes = strtoull(optarg, NULL, 10) << 20; break;
+		case 's':
+			if (cli_parse_double("--secs", optarg, 0.001, 3600, "seconds", &bopt.secs))
+				return 2;
+			break;
+		case 'r':
+			/* 8 MiB at least: the ring must hold a 4 MiB event */
+			if (cli_parse_u64("--ring-mb", optarg, 8, 65536, 0, &v))
+				return 2;
+			bopt.ring_bytes = v << 20;
+			break;
 		case 'p': bopt.plot_dir = optarg; break;
 		case 'd': bopt.drops_json = optarg; break;
 		case 'o':
@@ -169,31 +199,23 @@ int main(int argc, char **argv)
 			bopt.only = optarg;
 			break;
 		case 'v': bopt.variant = optarg; break;
-		case 'P': bopt.payload = atol(optarg); break;
-		case 'R': {
-			char *end;
-			long r = strtol(optarg, &end, 10);
-
-			if (*optarg == '\0' || *end || r < 1 || r > MAX_ROUNDS) {
-				fprintf(stderr, "evs-bench: --rounds '%s' is not allowed: use 1 to %d\n",
-					optarg, MAX_ROUNDS);
+		case 'P':
+			if (parse_payload(optarg))
 				return 2;
-			}
-			bopt.rounds = (int)r;
 			break;
-		}
+		case 'R':
+			if (cli_parse_u64("--rounds", optarg, 1, MAX_ROUNDS, 0, &v))
+				return 2;
+			bopt.rounds = (int)v;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (bopt.secs <= 0)
+	if (bopt.secs == 0)
 		bopt.secs = bopt.quick ? 0.15 : 0.5;
 	if (bopt.rounds == 0)
 		bopt.rounds = 3;
-	if (bopt.ring_bytes < (8ull << 20)) {
-		fprintf(stderr, "evs-bench: --ring-mb must be at least 8 (4 MiB events)\n");
-		return 2;
-	}
 	/* private runtime directory: never meet another producer's socket */
 	if (!getenv("EVSTREAM_RUNTIME_DIR")) {
 		static char dir[64];

@@ -17,11 +17,27 @@ trap 'rm -rf "$out"' EXIT
 "$bin" --quick --json --only drops > "$out/drops.json" 2> "$out/drops.log" || { cat "$out/drops.log"; echo "FAIL: evs-bench drops"; exit 1; }
 "$bin" --quick --json --only lat --rounds 2 > "$out/lat.json" 2> "$out/lat.log" || { cat "$out/lat.log"; echo "FAIL: evs-bench lat"; exit 1; }
 
-for bad in 0 10 x 3x ""; do
-	"$bin" --rounds "$bad" --only limits > "$out/bad.log" 2>&1
+# a bad option value: exit 2 and a message naming the option, the value
+# and what is allowed, before anything runs
+bad_value() { # program option value expected-text
+	"$1" "$2" "$3" --only limits > "$out/bad.log" 2>&1
 	rc=$?
-	[ $rc -eq 2 ] && grep -q "rounds '$bad' is not allowed: use 1 to 9" "$out/bad.log" ||
-		{ cat "$out/bad.log"; echo "FAIL: --rounds '$bad' gave exit $rc"; exit 1; }
+	[ $rc -eq 2 ] && grep -qF -- "$2 '$3' is " "$out/bad.log" && grep -qF -- "$4" "$out/bad.log" ||
+		{ cat "$out/bad.log"; echo "FAIL: $1 $2 '$3' gave exit $rc"; exit 1; }
+}
+for bad in 0 10 x 3x ""; do
+	bad_value "$bin" --rounds "$bad" "; allowed is a whole number from 1 to 9"
+done
+for bad in 0 -1 x nan 1e9 ""; do
+	bad_value "$bin" --secs "$bad" "; allowed is a number of seconds from 0.001 to 3600"
+done
+for bad in 0 4 65537 x 18446744073709551616 ""; do
+	bad_value "$bin" --ring-mb "$bad" "; allowed is a whole number from 8 to 65536"
+done
+for bad in 65 1000 x -1 5M ""; do
+	bad_value "$bin" --payload "$bad" ""
+	grep -qF "the sizes measured are 0, 64, 1024, 65536, 1048576, 4194304" "$out/bad.log" ||
+		{ cat "$out/bad.log"; echo "FAIL: --payload '$bad' does not say the sizes"; exit 1; }
 done
 for bad in lim tputs "" all; do
 	"$bin" --only "$bad" > "$out/bad.log" 2>&1
@@ -74,6 +90,13 @@ drops_bin=$BUILD/evs-bench-drops
 if [ ! -x "$drops_bin" ]; then
 	echo "SKIP evs-bench-drops: $drops_bin not built (make ebpf says what is missing)"
 else
+	for bad in 0 x -5 1e6 100000000001 ""; do
+		"$drops_bin" --events "$bad" > "$out/bad.log" 2>&1
+		rc=$?
+		[ $rc -eq 2 ] && grep -qF "events '$bad' is" "$out/bad.log" &&
+			grep -qF "; allowed is a whole number from 1 to 100000000000" "$out/bad.log" ||
+			{ cat "$out/bad.log"; echo "FAIL: evs-bench-drops --events '$bad' gave exit $rc"; exit 1; }
+	done
 	"$drops_bin" --json --events 1500000 > "$out/bpf.json" 2> "$out/bpf.log"
 	rc=$?
 	if [ $rc -eq 77 ]; then
