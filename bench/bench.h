@@ -85,7 +85,7 @@ struct bench_opts {
 	const char *only;       /* run only this part */
 	const char *variant;    /* throughput: only variants containing this */
 	long payload;           /* throughput: only this payload size, -1 all */
-	int rounds;             /* throughput: rounds per payload, 1 to MAX_ROUNDS */
+	int rounds;             /* rounds per throughput payload and per latency case, 1 to MAX_ROUNDS */
 };
 #define MAX_ROUNDS 9
 extern struct bench_opts bopt;
@@ -158,7 +158,8 @@ void rep_num(const char *k, double v);
 void rep_int(const char *k, uint64_t v);
 void rep_raw(const char *k, const char *json);
 void rep_lat(const char *k, const struct lat *l);
-/* Human-readable line (suppressed with --json, which goes to stdout). */
+/* Human-readable line: on stdout, or on stderr with --json (the JSON
+ * document has stdout). */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A progress line on stderr when it is a terminal, overwritten by the
  * next; progress_done() ends it. */

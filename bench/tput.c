@@ -190,9 +190,10 @@ struct variant {
 	bool no_ts;
 };
 
-/* -1 when the variant cannot run here (said loudly), else 0. */
+/* -1 with why set when the variant cannot run here, else 0. */
 static int tp_one(const struct variant *v, size_t size, const uint8_t *src, struct tput *out,
-		  uint64_t *retries, uint64_t *ring_bytes, double *empty_per_event)
+		  uint64_t *retries, uint64_t *ring_bytes, double *empty_per_event,
+		  char *why, size_t whylen)
 {
 	EVS_OPTS(evs_producer_opts, po, .ring_bytes = bopt.ring_bytes,
 		 .max_events = bopt.ring_bytes / 64,
@@ -204,20 +205,21 @@ static int tp_one(const struct variant *v, size_t size, const uint8_t *src, stru
 	memset(out, 0, sizeof(*out));
 	t.p = evs_producer__new(NULL, 1, &po);
 	if (!t.p) {
-		warn("SKIP %s/%s %zu B: producer: %s", path_names[v->path], v->huge ? "huge" : "normal",
-		     size, evs_errmsg()[0] ? evs_errmsg() : strerror(errno));
+		snprintf(why, whylen, "producer: %s", evs_errmsg()[0] ? evs_errmsg() : strerror(errno));
 		return -1;
 	}
 	if (v->path == P_COPY) {
-		if (nrt_debug_client_connect(0, &t.nrt_fd) != NRT_SUCCESS) {
-			warn("nrt_debug_client_connect failed");
+		NRT_STATUS st = nrt_debug_client_connect(0, &t.nrt_fd);
+
+		if (st != NRT_SUCCESS) {
+			snprintf(why, whylen, "nrt_debug_client_connect: status %d", (int)st);
 			evs_producer__free(t.p);
 			return -1;
 		}
 	} else {
 		t.c = evs_consumer__connect(NULL, 0, NULL);
 		if (!t.c) {
-			warn("consumer: %s", evs_errmsg());
+			snprintf(why, whylen, "consumer: %s", evs_errmsg()[0] ? evs_errmsg() : strerror(errno));
 			evs_producer__free(t.p);
 			return -1;
 		}
@@ -307,9 +309,8 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 				 "huge pages could not be had for an earlier variant");
 			continue;
 		}
-		if (tp_one(v, size, src, &t, &retries, &ring, &empty) < 0) {
-			snprintf(pr->skipped[k], sizeof(pr->skipped[k]), "%s",
-				 evs_errmsg()[0] ? evs_errmsg() : "cannot run here");
+		if (tp_one(v, size, src, &t, &retries, &ring, &empty, pr->skipped[k],
+			   sizeof(pr->skipped[k])) < 0) {
 			*huge_skipped |= v->huge;
 			continue;
 		}
