@@ -105,15 +105,8 @@ struct tput tput_of(double ev_s, size_t size);
 
 struct limits {
 	struct tput memcpy_bw[NPAYLOADS];  /* payload-sized copies over a ring-sized area */
-	double memcpy_hot_gb_s;            /* 1 MiB copies within cache */
-	double clock_ns;                   /* cost of one cli_now_ns() */
-	struct lat line_oneway;            /* cross-core cache line, half a round trip */
-	struct lat efd_wake;               /* eventfd write -> blocked read returns */
-	struct lat efd_wake_poll;          /* eventfd write -> poll() returns */
 	struct tput pipe[NPAYLOADS], sock[NPAYLOADS];
 	struct tput bare[NPAYLOADS];       /* the bare SPSC ring (bare.c) */
-	struct lat hiccup;                 /* gaps of 2 us+ seen by a spinner on CPU 1 */
-	double hiccup_lost, hiccup_per_s;  /* fraction of time in them; how many per second */
 };
 extern struct limits lim;
 

@@ -123,8 +123,6 @@ void cost_run(void)
 	struct cost e = { INFINITY, INFINITY, false }, b = e;
 
 	memset(src, 0xa5, sizeof(src));
-	if (bench_pin(BENCH_CPU_PRODUCER))
-		warn("per-event cost: cannot pin to CPU %d; figures may move", BENCH_CPU_PRODUCER);
 	progress("per-event cost");
 	/* halves interleaved, so that both see the same states of the host */
 	for (int half = 0; half < 2; half++) {

@@ -48,7 +48,6 @@ void drops_run(void)
 	struct evs_consumer *c;
 	uint8_t buf[64] = { 0 };
 
-	bench_pin(BENCH_CPU_PRODUCER);
 	say("\n== drop path (no eBPF program; producer on CPU %d)\n", BENCH_CPU_PRODUCER);
 	rep_section("drops");
 	p = evs_producer__new(NULL, 1, &po);

@@ -229,8 +229,13 @@ int main(int argc, char **argv)
 	rep_begin();
 	machine();
 #define PART(n) (!bopt.only || !strcmp(bopt.only, n))
-	/* the alternatives and limits come first: the ratios need them */
-	if (PART("limits") || PART("tput") || PART("lat"))
+	/* every part's single-threaded loops on the producer's CPU; the
+	 * two-thread runs pin their own threads (bench_pair) */
+	if (bench_pin(BENCH_CPU_PRODUCER))
+		warn("cannot pin to CPU %d: figures may move", BENCH_CPU_PRODUCER);
+	/* the ratios of tput and lat divide by limits measured in their own
+	 * rounds: this part is the overview */
+	if (PART("limits"))
 		limits_run();
 	if (PART("tput"))
 		tput_run();

@@ -207,15 +207,15 @@ static void *nothing(void *arg)
 /* How often and for how long a thread spinning on the consumer's CPU is
  * not running (interrupts, other tasks, the host): the floor under every
  * tail percentile of this run. */
-static void limit_hiccups(void)
+static void limit_hiccups(struct lat *gaps, double *lost, double *per_s)
 {
 	hic.secs = bopt.quick ? 0.3 : 1.0;
 	hic.lost_ns = hic.gaps = 0;
 	hist_init(&hic.h);
 	bench_pair(nothing, NULL, hic_spin, NULL);
-	lat_from_hist(&lim.hiccup, &hic.h);
-	lim.hiccup_lost = (double)hic.lost_ns / (hic.secs * 1e9);
-	lim.hiccup_per_s = (double)hic.gaps / hic.secs;
+	lat_from_hist(gaps, &hic.h);
+	*lost = (double)hic.lost_ns / (hic.secs * 1e9);
+	*per_s = (double)hic.gaps / hic.secs;
 }
 
 void limit_line_oneway(struct lat *out)
@@ -227,69 +227,79 @@ void limit_line_oneway(struct lat *out)
 	lat_from_hist(out, &pp.h);
 }
 
+#define MC_SRC_BYTES (4u << 20)
 static uint8_t *mc_dst, *mc_src;
+
+/* The destination (as large as the ring) and the source of the copies,
+ * made on first use: only the throughput and limits parts need them. */
+static void memcpy_areas(void)
+{
+	if (mc_dst)
+		return;
+	mc_dst = map_area(bopt.ring_bytes);
+	mc_src = map_area(MC_SRC_BYTES);
+	memset(mc_src, 0x5a, MC_SRC_BYTES);
+}
 
 struct tput limit_memcpy(size_t size)
 {
+	memcpy_areas();
 	return memcpy_bw(size, mc_dst, bopt.ring_bytes, mc_src, bopt.quick ? 0.1 : 0.3);
 }
 
 void limits_run(void)
 {
-	size_t area = bopt.ring_bytes;
-	uint8_t *dst = mc_dst = map_area(area), *src = mc_src = map_area(4 << 20);
-	double secs = bopt.quick ? 0.1 : 0.3;
+	struct lat line_oneway, efd_wake, efd_wake_poll, hiccup;
+	double clock_ns, memcpy_hot_gb_s, hiccup_lost, hiccup_per_s;
 
-	bench_pin(BENCH_CPU_PRODUCER);
-	memset(src, 0x5a, 4 << 20);
+	memcpy_areas();
 	say("\n== limits (same run, CPUs %d and %d)\n", BENCH_CPU_PRODUCER, BENCH_CPU_CONSUMER);
-	lim.clock_ns = clock_cost();
-	say("clock_gettime(CLOCK_MONOTONIC)   %8.1f ns per call\n", lim.clock_ns);
-	lim.memcpy_hot_gb_s = memcpy_bw(1 << 20, dst, 2 << 20, src, secs).gb_s;
-	say("memcpy 1 MiB within 2 MiB (cache)  %8.2f GB/s\n", lim.memcpy_hot_gb_s);
+	clock_ns = clock_cost();
+	say("clock_gettime(CLOCK_MONOTONIC)   %8.1f ns per call\n", clock_ns);
+	memcpy_hot_gb_s = memcpy_bw(1 << 20, mc_dst, 2 << 20, mc_src, bopt.quick ? 0.1 : 0.3).gb_s;
+	say("memcpy 1 MiB within 2 MiB (cache)  %8.2f GB/s\n", memcpy_hot_gb_s);
 
-	limit_line_oneway(&lim.line_oneway);
+	limit_line_oneway(&line_oneway);
 	say("cache line one-way (CPU0<->CPU1) p50 %6.1f ns  p99 %6.1f ns\n",
-	    lim.line_oneway.p50, lim.line_oneway.p99);
+	    line_oneway.p50, line_oneway.p99);
 
-	limit_hiccups();
+	limit_hiccups(&hiccup, &hiccup_lost, &hiccup_per_s);
 	say("CPU %d taken from a spinner        %6.3f%% of the time, %.0f gaps >= 2 us/s, p50 %.1f us, max %.0f us\n",
-	    BENCH_CPU_CONSUMER, lim.hiccup_lost * 100, lim.hiccup_per_s, lim.hiccup.p50 / 1e3,
-	    lim.hiccup.max / 1e3);
-	limit_efd_wake(&lim.efd_wake, false);
+	    BENCH_CPU_CONSUMER, hiccup_lost * 100, hiccup_per_s, hiccup.p50 / 1e3, hiccup.max / 1e3);
+	limit_efd_wake(&efd_wake, false);
 	say("eventfd wake, blocked read()     p50 %6.0f ns  p99 %6.0f ns  p99.9 %6.0f ns\n",
-	    lim.efd_wake.p50, lim.efd_wake.p99, lim.efd_wake.p999);
-	limit_efd_wake(&lim.efd_wake_poll, true);
+	    efd_wake.p50, efd_wake.p99, efd_wake.p999);
+	limit_efd_wake(&efd_wake_poll, true);
 	say("eventfd wake, poll()             p50 %6.0f ns  p99 %6.0f ns  p99.9 %6.0f ns\n",
-	    lim.efd_wake_poll.p50, lim.efd_wake_poll.p99, lim.efd_wake_poll.p999);
+	    efd_wake_poll.p50, efd_wake_poll.p99, efd_wake_poll.p999);
 
 	rep_section("limits");
 	rep_obj_begin();
 	rep_str("name", "clock_gettime_ns");
-	rep_num("value", lim.clock_ns);
+	rep_num("value", clock_ns);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "memcpy_hot");
 	rep_int("payload", 1 << 20);
-	rep_num("gb_s", lim.memcpy_hot_gb_s);
+	rep_num("gb_s", memcpy_hot_gb_s);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "cacheline_oneway");
-	rep_lat("lat", &lim.line_oneway);
+	rep_lat("lat", &line_oneway);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "cpu_stolen_from_spinner");
-	rep_num("fraction_lost", lim.hiccup_lost);
-	rep_num("gaps_per_s", lim.hiccup_per_s);
-	rep_lat("gaps_2us_plus", &lim.hiccup);
+	rep_num("fraction_lost", hiccup_lost);
+	rep_num("gaps_per_s", hiccup_per_s);
+	rep_lat("gaps_2us_plus", &hiccup);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "eventfd_wake_read");
-	rep_lat("lat", &lim.efd_wake);
+	rep_lat("lat", &efd_wake);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "eventfd_wake_poll");
-	rep_lat("lat", &lim.efd_wake_poll);
+	rep_lat("lat", &efd_wake_poll);
 	rep_obj_end();
 	rep_section_end();
 }
