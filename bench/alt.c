@@ -130,23 +130,3 @@ struct tput alt_measure(bool sock, size_t size)
 	}
 	return alt_one(sock, size, src);
 }
-
-void alternatives_report(void)
-{
-	rep_section("alternatives");
-	for (int i = 0; i < NPAYLOADS; i++) {
-		for (int s = 0; s < 2; s++) {
-			struct tput *t = s ? &lim.sock[i] : &lim.pipe[i];
-
-			if (!t->ok)
-				continue;
-			rep_obj_begin();
-			rep_str("name", s ? "unix_socket" : "pipe");
-			rep_int("payload", bench_payloads[i]);
-			rep_num("events_s", t->ev_s);
-			rep_num("gb_s", t->gb_s);
-			rep_obj_end();
-		}
-	}
-	rep_section_end();
-}

@@ -103,12 +103,6 @@ void lat_from_hist(struct lat *l, const struct hist *h);
 /* A throughput figure from events/s and the payload size. */
 struct tput tput_of(double ev_s, size_t size);
 
-struct limits {
-	struct tput memcpy_bw[NPAYLOADS];  /* payload-sized copies over a ring-sized area */
-	struct tput pipe[NPAYLOADS], sock[NPAYLOADS];
-	struct tput bare[NPAYLOADS];       /* the bare SPSC ring (bare.c) */
-};
-extern struct limits lim;
 
 /* Results kept for the targets summary. */
 /* Its median ratio to the pipe, or to memcpy, within rounds; NAN if not run. */
@@ -132,7 +126,6 @@ void limit_line_oneway(struct lat *out);
 void limit_efd_wake(struct lat *out, bool use_poll);
 struct tput alt_measure(bool sock, size_t size);
 struct tput bare_measure(size_t size, const uint8_t *src);
-void alternatives_report(void);
 void tput_run(void);
 void cost_run(void);
 void latency_run(void);

@@ -15,7 +15,6 @@
 
 const size_t bench_payloads[NPAYLOADS] = { 0, 64, 1024, 64 << 10, 1 << 20, 4 << 20 };
 struct bench_opts bopt;
-struct limits lim;
 
 int bench_pin(int cpu)
 {

@@ -322,8 +322,14 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 	}
 }
 
-static void report_variant(const struct payload_rounds *pr, size_t k, int rounds, int i, size_t size,
-			   FILE *dat)
+/* The medians over the rounds of what one payload size's variants are
+ * compared with. */
+struct payload_limits {
+	struct tput memcpy, pipe, sock, bare;
+};
+
+static void report_variant(const struct payload_rounds *pr, size_t k, int rounds,
+			   const struct payload_limits *pl, size_t size, FILE *dat)
 {
 	const struct variant *v = &variants[k];
 	char name[64];
@@ -367,10 +373,12 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	rep_num("x_socket", xs);
 	rep_num("x_bare_ring", xb);
 	rep_num("x_memcpy", xm);
-	rep_num("memcpy_gb_s", size ? lim.memcpy_bw[i].gb_s : NAN);
-	rep_num("pipe_events_s", lim.pipe[i].ev_s);
-	rep_num("socket_events_s", lim.sock[i].ev_s);
-	rep_num("bare_ring_events_s", lim.bare[i].ev_s);
+	/* the figures the ratios divide by, on every row so that a row reads
+	 * alone (bench/table.py takes them from the rows) */
+	rep_num("memcpy_gb_s", size ? pl->memcpy.gb_s : NAN);
+	rep_num("pipe_events_s", pl->pipe.ev_s);
+	rep_num("socket_events_s", pl->sock.ev_s);
+	rep_num("bare_ring_events_s", pl->bare.ev_s);
 	rep_int("ring_full_retries", pr->retries[k]);
 	/* how closely the consumer follows: near 0 it reads from behind, near
 	 * or above 1 it waits on every record (docs/benchmarks.md) */
@@ -378,7 +386,7 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	rep_obj_end();
 	if (dat)
 		fprintf(dat, "%s %zu %.6g %.6g %.6g %.6g %.6g\n", name, size, t.ev_s, t.gb_s,
-			lim.memcpy_bw[i].gb_s, lim.pipe[i].gb_s, lim.sock[i].gb_s);
+			pl->memcpy.gb_s, pl->pipe.gb_s, pl->sock.gb_s);
 }
 
 static void report_limit(const char *name, const struct tput *t, size_t size, const char *col)
@@ -409,6 +417,7 @@ void tput_run(void)
 	rep_section("throughput");
 	for (int i = 0; i < NPAYLOADS; i++) {
 		size_t size = bench_payloads[i];
+		struct payload_limits pl;
 
 		if (bopt.payload >= 0 && (size_t)bopt.payload != size)
 			continue;
@@ -418,17 +427,17 @@ void tput_run(void)
 			measure_round(pr, r, size, src, &huge_skipped);
 		}
 		progress_done();
-		lim.memcpy_bw[i] = tput_of(median(pr->memcpy_ev, rounds), size);
-		lim.pipe[i] = tput_of(median(pr->pipe, rounds), size);
-		lim.sock[i] = tput_of(median(pr->sock, rounds), size);
-		lim.bare[i] = tput_of(median(pr->bare, rounds), size);
+		pl.memcpy = tput_of(median(pr->memcpy_ev, rounds), size);
+		pl.pipe = tput_of(median(pr->pipe, rounds), size);
+		pl.sock = tput_of(median(pr->sock, rounds), size);
+		pl.bare = tput_of(median(pr->bare, rounds), size);
 		say("\n%-26s %8s %13s %8s %9s %9s %9s %9s\n", "payload / path/pages", "bytes", "events/s",
 		    "GB/s", "x pipe", "x socket", "x bare", "x memcpy");
 		if (size)
-			report_limit("  limit: memcpy", &lim.memcpy_bw[i], size, "memcpy");
-		report_limit("  limit: bare SPSC ring", &lim.bare[i], size, "bare");
-		report_limit("  alternative: pipe", &lim.pipe[i], size, "pipe");
-		report_limit("  alternative: socket", &lim.sock[i], size, "socket");
+			report_limit("  limit: memcpy", &pl.memcpy, size, "memcpy");
+		report_limit("  limit: bare SPSC ring", &pl.bare, size, "bare");
+		report_limit("  alternative: pipe", &pl.pipe, size, "pipe");
+		report_limit("  alternative: socket", &pl.sock, size, "socket");
 		for (size_t k = 0; k < NVARIANTS; k++) {
 			if (pr->skipped[k][0]) {
 				char name[64];
@@ -443,20 +452,8 @@ void tput_run(void)
 				continue;
 			}
 			if (pr->run[k])
-				report_variant(pr, k, rounds, i, size, dat);
+				report_variant(pr, k, rounds, &pl, size, dat);
 		}
-	}
-	rep_section_end();
-	alternatives_report();
-	rep_section("memcpy");
-	for (int i = 0; i < NPAYLOADS; i++) {
-		if (!lim.memcpy_bw[i].ok)
-			continue;
-		rep_obj_begin();
-		rep_int("payload", bench_payloads[i]);
-		rep_int("area_bytes", bopt.ring_bytes);
-		rep_num("gb_s", lim.memcpy_bw[i].gb_s);
-		rep_obj_end();
 	}
 	rep_section_end();
 	if (dat)
