@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "bench.h"
+#include "../tools/jsonl.h"
 
 const size_t bench_payloads[NPAYLOADS] = { 0, 64, 1024, 64 << 10, 1 << 20, 4 << 20 };
 struct bench_opts bopt;
@@ -195,28 +196,31 @@ double ratio(double a, double b)
 
 /* ------------------------------------------------------------ report */
 
-static char *js;
-static size_t js_len, js_cap;
+/* The JSON document, built in memory and written at the end (only with
+ * --json, which the human lines then leave to stderr). */
+static FILE *js;
+static char *js_buf;
+static size_t js_len;
 static bool js_first = true;
+
+static FILE *js_file(void)
+{
+	if (!js) {
+		js = open_memstream(&js_buf, &js_len);
+		if (!js)
+			abort();
+	}
+	return js;
+}
 
 static void js_put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void js_put(const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(js + js_len, js_cap - js_len, fmt, ap);
-		va_end(ap);
-		if (n >= 0 && (size_t)n < js_cap - js_len)
-			break;
-		js_cap = js_cap ? js_cap * 2 : 1 << 16;
-		js = realloc(js, js_cap);
-		if (!js)
-			abort();
-	}
-	js_len += (size_t)n;
+	va_start(ap, fmt);
+	vfprintf(js_file(), fmt, ap);
+	va_end(ap);
 }
 
 static void js_sep(void)
@@ -262,16 +266,7 @@ void rep_obj_end(void)
 void rep_str(const char *k, const char *v)
 {
 	js_key(k);
-	js_put("\"");
-	for (const char *c = v; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			js_put("\\%c", *c);
-		else if ((unsigned char)*c < 0x20)
-			js_put(" ");
-		else
-			js_put("%c", *c);
-	}
-	js_put("\"");
+	json_put_str(js_file(), v);
 }
 
 void rep_num(const char *k, double v)
@@ -319,9 +314,11 @@ void rep_begin(void)
 void rep_finish(void)
 {
 	js_put("\n}\n");
+	if (fclose(js) != 0)
+		abort();
 	if (bopt.json)
-		fwrite(js, 1, js_len, stdout);
-	free(js);
+		fwrite(js_buf, 1, js_len, stdout);
+	free(js_buf);
 }
 
 void say(const char *fmt, ...)

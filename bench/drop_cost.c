@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "../tools/jsonl.h"
 #include "evstream/evstream.h"
 #include "drops_loader.h"
 #include "probes.h"
@@ -217,13 +218,8 @@ int main(int argc, char **argv)
 			       counted, expect);
 		else
 		{
-			printf(",\"bpf\":false,\"reason\":\"");
-			for (const char *q = reason; *q; q++)
-				if (*q == '"' || *q == '\\')
-					printf("\\%c", *q);
-				else if ((unsigned char)*q >= 0x20)
-					putchar(*q);
-			printf("\"");
+			printf(",\"bpf\":false,\"reason\":");
+			json_put_str(stdout, reason);
 		}
 		printf("}\n");
 	} else {

@@ -60,8 +60,9 @@ $(BUILD)/evs-drops: tools/evs-drops.c tools/jsonl.c tools/jsonl.h $(EBPF_LIB)
 	$(CC) $(ALL_CFLAGS) $(EBPF_CFLAGS) tools/jsonl.c $< -o $@ $(LDFLAGS) $(EBPF_LIB) $(EBPF_LIBS)
 
 # bench/common.c: pinned and at nice -20 like evs-bench's own loops
-$(BUILD)/evs-bench-drops: bench/drop_cost.c bench/common.c bench/bench.h $(EBPF_LIB) $(BUILD)/libevstream.so
-	$(CC) $(ALL_CFLAGS) $(EBPF_CFLAGS) -Itransport bench/common.c $< -o $@ \
+$(BUILD)/evs-bench-drops: bench/drop_cost.c bench/common.c bench/bench.h tools/jsonl.c tools/jsonl.h \
+		$(EBPF_LIB) $(BUILD)/libevstream.so
+	$(CC) $(ALL_CFLAGS) $(EBPF_CFLAGS) -Itransport bench/common.c tools/jsonl.c $< -o $@ \
 		$(PROG_LDFLAGS) $(EBPF_LIB) $(PROG_LDLIBS) $(EBPF_LIBS) -lm
 
 TEST_CFLAGS_test_bpf := -DEVS_HAVE_BPF=1 $(EBPF_CFLAGS)
