@@ -72,21 +72,6 @@ void drops_run(void)
 /* ns per drop with the eBPF program, from the folded report; NAN if none */
 static double bpf_ns = NAN;
 
-/* The number after "key": in a JSON text, or NAN. */
-static double json_number(const char *json, const char *key)
-{
-	const char *at = strstr(json, key);
-	char *end;
-	double v;
-
-	if (!at)
-		return NAN;
-	at += strlen(key);
-	at += strspn(at, " \t\n:");
-	v = strtod(at, &end);
-	return end != at ? v : NAN;
-}
-
 /* Fold the JSON of evs-bench-drops (ns per drop with and without the eBPF
  * program) into the report as it is, and keep the figure the target needs. */
 void drops_bpf_fold(void)
@@ -112,8 +97,9 @@ void drops_bpf_fold(void)
 		if (len > 0 && (buf[0] == '{' || buf[0] == '[')) {
 			rep_raw("drops_bpf", buf);
 			say("\n== drop path with the eBPF program (evs-bench-drops)\n%s\n", buf);
-			/* the key bench/drop_cost.c writes */
-			bpf_ns = json_number(buf, "\"ns_per_drop_bpf\"");
+			/* the key bench/drop_cost.c writes (absent without BPF) */
+			if (json_get_double(buf, "ns_per_drop_bpf", &bpf_ns))
+				bpf_ns = NAN;
 		} else {
 			warn("--drops-json %s: not JSON, left out", bopt.drops_json);
 		}
