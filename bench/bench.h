@@ -124,7 +124,7 @@ void limits_run(void);
 struct tput limit_memcpy(size_t size);
 void limit_line_oneway(struct lat *out);
 void limit_efd_wake(struct lat *out, bool use_poll);
-struct tput alt_measure(bool sock, size_t size);
+struct tput alt_measure(bool sock, size_t size, const uint8_t *src);
 struct tput bare_measure(size_t size, const uint8_t *src);
 void tput_run(void);
 void cost_run(void);

@@ -292,8 +292,8 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 			  bool *huge_skipped)
 {
 	pr->memcpy_ev[r] = size ? limit_memcpy(size).ev_s : 0;
-	pr->pipe[r] = alt_measure(false, size).ev_s;
-	pr->sock[r] = alt_measure(true, size).ev_s;
+	pr->pipe[r] = alt_measure(false, size, src).ev_s;
+	pr->sock[r] = alt_measure(true, size, src).ev_s;
 	pr->bare[r] = bare_measure(size, src).ev_s;
 	for (size_t k = 0; k < NVARIANTS; k++) {
 		const struct variant *v = &variants[k];
