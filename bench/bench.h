@@ -21,6 +21,17 @@
 extern const size_t bench_payloads[NPAYLOADS];
 
 /*
+ * The stream of evs-bench's drop cases (drop_rate.c) and of evs-bench-drops
+ * (drop_cost.c), the same in both so that their full-ring figures compare:
+ * 64-byte events like every other small-event figure; default options, so
+ * timestamps on (a drop never reads the clock, only commit does); a 1 MiB
+ * ring of 4 KiB pages, filled until emit fails (its size no longer matters
+ * once it is full).
+ */
+#define BENCH_DROP_PAYLOAD 64
+#define BENCH_DROP_RING (1u << 20)
+
+/*
  * Spin loops do not use PAUSE: in a KVM guest, pause-loop exiting turns a
  * PAUSE-heavy loop into VM exits and lets the host deschedule the vCPU,
  * which measured p50 busy-poll latency at 4x and p90 at milliseconds

@@ -16,7 +16,7 @@
 
 static double drop_loop(struct evs_producer *p, uint64_t n, int want)
 {
-	uint8_t buf[64] = { 0 };
+	uint8_t buf[BENCH_DROP_PAYLOAD] = { 0 };
 	uint64_t t0 = cli_now_ns(), bad = 0;
 
 	for (uint64_t i = 0; i < n; i++)
@@ -42,11 +42,11 @@ static void drop_report(const char *cause, double ns)
 
 void drops_run(void)
 {
-	EVS_OPTS(evs_producer_opts, po, .ring_bytes = 1 << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	EVS_OPTS(evs_producer_opts, po, .ring_bytes = BENCH_DROP_RING, .hugepages = EVS_HUGEPAGES_OFF);
 	uint64_t n = bopt.quick ? 2000000 : 10000000;
 	struct evs_producer *p;
 	struct evs_consumer *c;
-	uint8_t buf[64] = { 0 };
+	uint8_t buf[BENCH_DROP_PAYLOAD] = { 0 };
 
 	say("\n== drop path (no eBPF program; producer on CPU %d)\n", BENCH_CPU_PRODUCER);
 	rep_section("drops");
