@@ -120,7 +120,7 @@ struct tput alt_measure(bool sock, size_t size, const uint8_t *src)
 		a.rfd = fds[0];
 		a.wfd = fds[1];
 	}
-	run_start(&a.run, bopt.secs / 4, bopt.secs);
+	run_start(&a.run);
 	bench_pair(alt_writer, &a, alt_reader, &a);
 	t = tput_of(run_rate(&a.run), size);
 out:

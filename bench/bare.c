@@ -87,7 +87,7 @@ struct tput bare_measure(size_t size, const uint8_t *src)
 	}
 	/* fault it in before the clock starts, as evstream's rings are */
 	memset(b->ring.area, 0, area);
-	run_start(&b->run, bopt.secs / 4, bopt.secs);
+	run_start(&b->run);
 	bench_pair(bare_producer, b, bare_consumer, b);
 	t = tput_of(run_rate(&b->run), size);
 	free(b->ring.area);

@@ -118,11 +118,9 @@ struct tput tput_of(double ev_s, size_t size);
 /* Results kept for the targets summary. */
 /* Its median ratio to the pipe, or to memcpy, within rounds; NAN if not run. */
 double tput_ratio(const char *variant, size_t payload, bool vs_memcpy);
-/* A latency case of this run: its figures over all rounds, the median of
- * its limit, and the median of the ratios within each round. */
+/* A latency case of this run: the medians of its ratios within each round. */
 struct lat_case {
 	char name[64];
-	struct lat l, limit;
 	double p50_x_limit, p999_x_limit_p50;
 };
 const struct lat_case *lat_find(const char *name);
@@ -170,8 +168,10 @@ FILE *plot_open(const char *file, const char *header);
 double ratio(double a, double b);
 /* As json_get_u64() of tools/jsonl.h, for a number: 0, -ENOENT, -EINVAL. */
 int json_get_double(const char *line, const char *key, double *v);
-/* The median of n values (n <= MAX_ROUNDS); NAN for none. */
+/* The median of n values; NAN for none. */
 double median(const double *v, int n);
+/* The lowest and highest of n values, NANs left out; NAN when none is left. */
+void min_max(const double *v, int n, double *lo, double *hi);
 
 /*
  * A timed run between a producer and a consumer thread: the producer ticks
@@ -188,12 +188,13 @@ struct run {
 	uint64_t c1, c2, t1, t2;
 };
 
-static inline void run_start(struct run *r, double warm_s, double secs)
+/* A warm-up of a quarter of --secs, then --secs measured. */
+static inline void run_start(struct run *r)
 {
 	uint64_t t = cli_now_ns();
 
-	r->t_warm = t + (uint64_t)(warm_s * 1e9);
-	r->t_stop = r->t_warm + (uint64_t)(secs * 1e9);
+	r->t_warm = t + (uint64_t)(bopt.secs / 4 * 1e9);
+	r->t_stop = r->t_warm + (uint64_t)(bopt.secs * 1e9);
 }
 
 /* Producer: returns true when it must stop. */

@@ -170,21 +170,40 @@ void lat_from_hist(struct lat *l, const struct hist *h)
 	l->mean = h->count ? h->sum / (double)h->count : NAN;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 double median(const double *v, int n)
 {
-	double w[MAX_ROUNDS];
+	double *w, m;
 
 	if (n <= 0)
 		return NAN;
+	w = malloc(sizeof(*w) * (size_t)n);
+	if (!w)
+		return NAN;
 	memcpy(w, v, sizeof(*w) * (size_t)n);
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && w[j - 1] > w[j]; j--) {
-			double x = w[j];
+	qsort(w, (size_t)n, sizeof(*w), cmp_double);
+	m = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+	free(w);
+	return m;
+}
 
-			w[j] = w[j - 1];
-			w[j - 1] = x;
-		}
-	return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+void min_max(const double *v, int n, double *lo, double *hi)
+{
+	*lo = *hi = NAN;
+	for (int i = 0; i < n; i++) {
+		if (isnan(v[i]))
+			continue;
+		if (isnan(*lo) || v[i] < *lo)
+			*lo = v[i];
+		if (isnan(*hi) || v[i] > *hi)
+			*hi = v[i];
+	}
 }
 
 double ratio(double a, double b)

@@ -44,13 +44,6 @@ struct side {
 	double best, median;
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void time_drops(struct evs_producer *p, long n, struct side *sd)
 {
 	long chunks = n / CHUNK > 0 ? n / CHUNK : 1;
@@ -81,9 +74,10 @@ static void time_hits(struct evs_producer *p, struct side *sd)
 
 static void side_sum_up(struct side *sd)
 {
-	qsort(sd->chunk, sd->nchunks, sizeof(*sd->chunk), cmp_double);
-	sd->best = sd->chunk[0];
-	sd->median = sd->chunk[sd->nchunks / 2];
+	double worst;
+
+	min_max(sd->chunk, (int)sd->nchunks, &sd->best, &worst);
+	sd->median = median(sd->chunk, (int)sd->nchunks);
 }
 
 /*

@@ -183,7 +183,7 @@ static void lat_report(size_t k, struct lat_rounds *lr, FILE *dat)
 	bool sleep = cases[k].sleep;
 	struct lat_case *lc = nkept < 8 ? &kept[nkept++] : NULL;
 	struct lat l, limit;
-	double lo = NAN, hi = NAN;
+	double lo, hi;
 
 	if (!lc)
 		return;
@@ -191,12 +191,7 @@ static void lat_report(size_t k, struct lat_rounds *lr, FILE *dat)
 		 cases[k].rate / 1e3);
 	lat_from_hist(&l, &lr->h);
 	limit_median(lr, &limit);
-	for (int r = 0; r < lr->n; r++) {
-		lo = r == 0 || lr->r50[r] < lo ? lr->r50[r] : lo;
-		hi = r == 0 || lr->r50[r] > hi ? lr->r50[r] : hi;
-	}
-	lc->l = l;
-	lc->limit = limit;
+	min_max(lr->r50, lr->n, &lo, &hi);
 	lc->p50_x_limit = median(lr->r50, lr->n);
 	lc->p999_x_limit_p50 = median(lr->r999, lr->n);
 

@@ -224,7 +224,7 @@ static int tp_one(const struct variant *v, size_t size, const uint8_t *src, stru
 			return -1;
 		}
 	}
-	run_start(&t.run, bopt.secs / 4, bopt.secs);
+	run_start(&t.run);
 	bench_pair(tp_producer, &t, tp_consumer, &t);
 	evs_producer__stats(t.p, 0, &st);
 	*ring_bytes = st.ring_bytes;
@@ -340,15 +340,12 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	double xb = paired_ratio(pr->ev[k], pr->bare, rounds);
 	/* same bytes per event on both sides: the events/s ratio is the GB/s one */
 	double xm = size ? paired_ratio(pr->ev[k], pr->memcpy_ev, rounds) : NAN;
-	double lo = INFINITY, hi = 0;
+	double q[MAX_ROUNDS], lo, hi;
 
 	variant_name(v, name, sizeof(name));
-	for (int r = 0; r < rounds; r++) {
-		double q = ratio(pr->ev[k][r], pr->pipe[r]);
-
-		lo = q < lo ? q : lo;
-		hi = q > hi ? q : hi;
-	}
+	for (int r = 0; r < rounds; r++)
+		q[r] = ratio(pr->ev[k][r], pr->pipe[r]);
+	min_max(q, rounds, &lo, &hi);
 	if (nkept < MAX_KEPT) {
 		snprintf(kept[nkept].name, sizeof(kept[nkept].name), "%s", name);
 		kept[nkept].payload = size;
