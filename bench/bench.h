@@ -61,6 +61,14 @@ void bench_raise_priority(void);
 /* Run a(arg_a) on the producer CPU and b(arg_b) on the consumer CPU, each
  * in its own pinned thread, and wait for both. */
 void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b);
+/*
+ * Anonymous memory in 4 KiB pages, faulted in; NULL (said) when it cannot
+ * be had. The limits' areas (memcpy, bare ring): with transparent huge
+ * pages "always" they would get huge pages, while a "normal" evstream ring
+ * (a memfd) has 4 KiB ones.
+ */
+void *bench_area(size_t len);
+void bench_area_free(void *p, size_t len);
 /* Busy-wait until cli_now_ns() >= t. */
 void bench_spin_until(uint64_t t);
 

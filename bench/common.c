@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "bench.h"
@@ -47,6 +48,27 @@ void bench_raise_priority(void)
 		     strerror(errno));
 	if (setpriority(PRIO_PROCESS, 0, -20) < 0)
 		warn("cannot set nice -20: %s", strerror(errno));
+}
+
+void *bench_area(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		warn("mmap %zu bytes: %s", len, strerror(errno));
+		return NULL;
+	}
+	/* before the first touch: no huge page may be faulted in */
+	if (madvise(p, len, MADV_NOHUGEPAGE))
+		warn("madvise(MADV_NOHUGEPAGE): %s (the limits may get huge pages)", strerror(errno));
+	memset(p, 0, len);
+	return p;
+}
+
+void bench_area_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
 }
 
 struct pinned {

@@ -91,10 +91,9 @@ static void cost_bare(struct cost *b, const uint8_t *src, int passes)
 	size_t area = COST_RING + bare_rec_len(COST_SIZE);
 	uint64_t n = 0;
 
-	ring.area = aligned_alloc(4096, area);
+	ring.area = bench_area(area);
 	if (!ring.area)
 		return;
-	memset(ring.area, 0, area);
 	for (int k = 0; k < passes; k++) {
 		uint64_t t0 = cli_now_ns(), t1, t2;
 
@@ -112,7 +111,7 @@ static void cost_bare(struct cost *b, const uint8_t *src, int passes)
 		t2 = cli_now_ns();
 		best_of(b, t0, t1, t2);
 	}
-	free(ring.area);
+	bench_area_free(ring.area, area);
 	b->ok = true;
 }
 

@@ -12,18 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 
 #include "bench.h"
 
 static void *map_area(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	void *p = bench_area(len);
 
-	if (p == MAP_FAILED) {
-		warn("mmap %zu bytes: %s", len, strerror(errno));
+	if (!p)
 		exit(1);
-	}
 	return p;
 }
 
