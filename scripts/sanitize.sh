@@ -69,22 +69,35 @@ valgrind)
   suites=("$@"); [ ${#suites[@]} -gt 0 ] || suites=($(except test_stress test_crashloop test_bpf))
   export EVS_STRESS_EVENTS=${EVS_STRESS_EVENTS:-100000}
   # the tests run in the suite's own process (CK_FORK=no) so that memcheck
-  # watches them. Memory errors fail any process; leaks count only in that
-  # process: the peer processes the tests fork _exit holding what their
-  # parent allocated.
+  # watches them. Memory errors fail any process, also a forked peer that
+  # was SIGKILLed before it could print its ERROR SUMMARY: each error report
+  # line counts. Leaks count only in the test process: the peer processes
+  # the tests fork _exit holding what their parent allocated.
+  # CK_FORK=no also turns off Check's per-test timeouts: timeout(1) bounds
+  # each suite instead (and kills its process group: forked peers too).
   export CK_FORK=no
+  limit=${EVS_VALGRIND_TIMEOUT:-900}
+  errors='ERROR SUMMARY: [1-9]|^==[0-9]+== (Invalid |Conditional jump'
+  errors+='|Syscall param|Mismatched free|Use of uninitialised|Source and destination overlap'
+  errors+='|Argument .* of function .* has a fishy)'
   wrap=$(mktemp -d)
   for t in $(pick build "${suites[@]}"); do
     cat >"$wrap/${t##*/}" <<EOT
 #!/bin/bash
 logs=\$(mktemp -d)
-valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=none \\
+# in the background: its pid names the test process's parent in the logs
+timeout -k 10 $limit valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=none \\
   --show-leak-kinds=definite \\
-  --log-file=\$logs/%p.log "$PWD/$t" "\$@"
+  --log-file=\$logs/%p.log "$PWD/$t" "\$@" &
+top=\$!
+wait \$top
 rc=\$?
+[ \$rc -eq 124 ] || [ \$rc -eq 137 ] && echo "valgrind: ${t##*/} did not finish within $limit s"
 for l in \$logs/*.log; do
-  if grep -qE 'ERROR SUMMARY: [1-9]' \$l; then echo "valgrind: errors in \${l##*/}"; cat \$l; fi
-  if grep -q "Parent PID: \$\$\$" \$l && grep -qE 'definitely lost: [1-9]' \$l; then
+  if grep -qE '$errors' \$l; then
+    echo "valgrind: errors in \${l##*/}"; cat \$l; [ \$rc -ne 0 ] || rc=99
+  fi
+  if grep -q "Parent PID: \$top\$" \$l && grep -qE 'definitely lost: [1-9]' \$l; then
     echo "valgrind: definite leak in the test process"; cat \$l; rc=98
   fi
 done
