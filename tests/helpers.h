@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <time.h>
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,7 @@ static inline const char *evs_test_name(const char *tag)
 }
 
 /* Private runtime directory, so tests never meet a real producer. */
-static inline void evs_test_runtime_dir(void)
+static inline const char *evs_test_runtime_dir(void)
 {
 	static char dir[64];
 
@@ -64,17 +65,30 @@ static inline void evs_test_runtime_dir(void)
 		snprintf(dir, sizeof(dir), "/tmp/evs-test-%d", (int)getpid());
 		setenv("EVSTREAM_RUNTIME_DIR", dir, 1);
 	}
+	return dir;
+}
+
+static inline int evs_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(path) ? -1 : 0;
 }
 
 static inline int evs_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
+	const char *dir = evs_test_runtime_dir();
 	int failed;
 
-	evs_test_runtime_dir();
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	/* the private directory and whatever a failed test left in it; the
+	 * walk does not follow symlinks out of it */
+	if (nftw(dir, evs_rm_entry, 16, FTW_DEPTH | FTW_PHYS) && errno != ENOENT) {
+		printf("cleanup: cannot remove %s: %s\n", dir, strerror(errno));
+		failed++;
+	}
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
