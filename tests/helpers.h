@@ -47,6 +47,24 @@ static inline long evs_hugepages_free(void)
 	return v;
 }
 
+/* A producer asked for huge pages (EVS_HUGEPAGES_ON) and gave NULL with
+ * errno err. True, after a loud SKIP line naming `what`, when the machine is
+ * really short of them: no hugetlb, the pool ran out (ENOMEM, ENOSPC), or
+ * fewer than `need` 2 MiB pages are free. Any other failure fails the test
+ * here: it is a bug, not a missing facility. */
+static inline bool evs_hugepages_short(const char *what, int err, long need)
+{
+	long free_pages = evs_hugepages_free();
+
+	if (free_pages >= need && err != ENOMEM && err != ENOSPC)
+		ck_abort_msg("%s: huge-page producer failed with %ld of %ld huge pages free: %s",
+			     what, free_pages, need, evs_errmsg());
+	printf("SKIP %s: huge pages short: %s; HugePages_Free=%ld, %ld needed\n", what,
+	       evs_errmsg(), free_pages, need);
+	fflush(stdout);
+	return true;
+}
+
 /* A producer name unique to this process and call site. */
 static inline const char *evs_test_name(const char *tag)
 {
