@@ -65,6 +65,22 @@ static inline bool evs_hugepages_short(const char *what, int err, long need)
 	return true;
 }
 
+/* Wait until the producer sees `want` consumers (1 or 0) on core, for at
+ * most ms milliseconds (ms < 0: no limit here, the test case's timeout
+ * bounds the wait). False when the time ran out. */
+static inline bool evs_wait_connected(struct evs_producer *p, unsigned int core, uint32_t want,
+				      int ms)
+{
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+
+	for (long i = 0; ms < 0 || i < ms * 10L; i++) {
+		if (evs_producer__stats(p, core, &st) == 0 && st.connected == want)
+			return true;
+		usleep(100);
+	}
+	return false;
+}
+
 /* A producer name unique to this process and call site. */
 static inline const char *evs_test_name(const char *tag)
 {

@@ -246,12 +246,8 @@ static void producer_child(const char *name, int mode, int ready_fd, _Atomic uin
 	if (!p || write(ready_fd, &c, 1) != 1)
 		_exit(2);
 	/* emit only once the consumer is there: no no_consumer gaps */
-	for (int i = 0; i < 200000; i++) {
-		evs_producer__stats(p, 0, &st);
-		if (st.connected)
-			break;
-		usleep(50);
-	}
+	if (!evs_wait_connected(p, 0, 1, 10000))
+		_exit(5);
 	for (uint64_t seq = 0;; seq++) {
 		size_t size = size_of_seq(seq);
 		int err;

@@ -371,14 +371,9 @@ START_TEST(test_nrt_reaches_named_producer_in_other_process)
 	pid = fork();
 	if (pid == 0) {
 		struct evs_producer *p = evs_producer__new(name, 1, NULL);
-		struct evs_stream_stats st = { .sz = sizeof(st) };
 
-		if (!p || write(ready[1], "r", 1) != 1)
+		if (!p || write(ready[1], "r", 1) != 1 || !evs_wait_connected(p, 0, 1, 5000))
 			_exit(1);
-		do {
-			usleep(1000);
-			evs_producer__stats(p, 0, &st);
-		} while (!st.connected);
 		emit_tensor(p, 0, "remote", 11);
 		if (read(done[0], &ch, 1) != 1)
 			_exit(2);

@@ -32,19 +32,6 @@ static size_t size_of(uint64_t seq)
 	return (size_t)(seq * 7919 % 3000);
 }
 
-/* Wait until the producer sees a consumer on core (or none, want == 0). */
-static bool wait_connected(struct evs_producer *p, unsigned int core, uint32_t want, int ms)
-{
-	struct evs_stream_stats st = { .sz = sizeof(st) };
-
-	for (int i = 0; i < ms; i++) {
-		if (evs_producer__stats(p, core, &st) == 0 && st.connected == want)
-			return true;
-		usleep(1000);
-	}
-	return false;
-}
-
 /* Emit n events with sizes/patterns from seq, retrying while the ring is
  * full so that nothing is dropped. */
 static void emit_all(struct evs_producer *p, unsigned int core, uint64_t from, uint64_t n)
@@ -221,7 +208,7 @@ START_TEST(test_xproc_consumer_child_receives_all)
 
 	ck_assert_msg(p, "%s", evs_errmsg());
 	pid = spawn_consumer(name, 1, child_reads_all);
-	ck_assert(wait_connected(p, 1, 1, 5000));
+	ck_assert(evs_wait_connected(p, 1, 1, 5000));
 	emit_all(p, 1, 0, N_EVENTS);
 	ck_assert_int_eq(exit_code(pid), 0);
 	evs_producer__free(p);
@@ -245,7 +232,7 @@ START_TEST(test_xproc_producer_child_consumer_parent)
 
 		if (!p)
 			_exit(1);
-		if (write(ready[1], "r", 1) != 1 || !wait_connected(p, 0, 1, 5000))
+		if (write(ready[1], "r", 1) != 1 || !evs_wait_connected(p, 0, 1, 5000))
 			_exit(2);
 		emit_all(p, 0, 0, N_EVENTS);
 		if (read(done[0], &ch, 1) != 1)
@@ -281,7 +268,7 @@ START_TEST(test_xproc_second_consumer_is_refused)
 	ck_assert_int_eq(errno, EBUSY);
 	sync_write(child_done[1]);
 	ck_assert_int_eq(exit_code(pid), 0);
-	ck_assert(wait_connected(p, 0, 0, 5000));
+	ck_assert(evs_wait_connected(p, 0, 0, 5000));
 	evs_producer__free(p);
 }
 END_TEST
@@ -299,20 +286,20 @@ START_TEST(test_xproc_consumer_hangup_then_reconnect)
 	ck_assert_ptr_nonnull(p);
 	open_child_pipes();
 	pid = spawn_consumer(name, 0, child_reads_100_then_hangs);
-	ck_assert(wait_connected(p, 0, 1, 5000));
+	ck_assert(evs_wait_connected(p, 0, 1, 5000));
 	emit_all(p, 0, 0, 150); /* the child reads 100 of them */
 	sync_read(child_ready[0]);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
-	ck_assert_msg(wait_connected(p, 0, 0, 2000), "producer did not notice the hang-up");
+	ck_assert_msg(evs_wait_connected(p, 0, 0, 2000), "producer did not notice the hang-up");
 	ck_assert_int_eq(evs_producer__emit(p, 0, 3, "lost", 4), -ENOTCONN);
 
 	pid = spawn_consumer(name, 0, child_reads_leftovers_and_new);
 	sync_read(child_ready[0]);
-	ck_assert(wait_connected(p, 0, 1, 5000));
+	ck_assert(evs_wait_connected(p, 0, 1, 5000));
 	emit_all(p, 0, 150, 10);
 	ck_assert_int_eq(exit_code(pid), 0);
-	ck_assert(wait_connected(p, 0, 0, 2000));
+	ck_assert(evs_wait_connected(p, 0, 0, 2000));
 	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
 	ck_assert_uint_eq(st.produced, 161);
 	ck_assert_uint_eq(st.committed, 160);
@@ -341,7 +328,7 @@ static void producer_dies(bool crash)
 		struct evs_producer *p = evs_producer__new(name, 1, NULL);
 		char ch;
 
-		if (!p || write(ready[1], "r", 1) != 1 || !wait_connected(p, 0, 1, 5000))
+		if (!p || write(ready[1], "r", 1) != 1 || !evs_wait_connected(p, 0, 1, 5000))
 			_exit(1);
 		emit_all(p, 0, 0, 500);
 		if (write(ready[1], "e", 1) != 1 || read(go[0], &ch, 1) != 1)
@@ -396,7 +383,7 @@ START_TEST(test_xproc_busy_peeker_sees_producer_crash)
 	if (pid == 0) {
 		struct evs_producer *p = evs_producer__new(name, 1, NULL);
 
-		if (!p || write(ready[1], "r", 1) != 1 || !wait_connected(p, 0, 1, 5000))
+		if (!p || write(ready[1], "r", 1) != 1 || !evs_wait_connected(p, 0, 1, 5000))
 			_exit(1);
 		emit_all(p, 0, 0, 300);
 		raise(SIGKILL);
