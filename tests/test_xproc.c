@@ -77,15 +77,25 @@ static int read_n(struct evs_consumer *c, uint64_t first, uint64_t n)
 	return 0;
 }
 
+/* Pipes between a test and the child it forked: the child writes
+ * to_parent ("ready") and reads from_parent ("go on"). */
+static int to_parent[2] = { -1, -1 }, from_parent[2] = { -1, -1 };
+
+/* Reaps the child and closes the test's ends of the pipes. */
 static int exit_code(pid_t pid)
 {
-	int status;
+	int status, rc;
 
 	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	if (WIFSIGNALED(status))
-		return 1000 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+		rc = -1;
+	else if (WIFSIGNALED(status))
+		rc = 1000 + WTERMSIG(status);
+	else
+		rc = WEXITSTATUS(status);
+	close(to_parent[0]);
+	close(from_parent[1]);
+	to_parent[0] = from_parent[1] = -1;
+	return rc;
 }
 
 static void sync_read(int fd)
@@ -100,42 +110,66 @@ static void sync_write(int fd)
 	ck_assert_int_eq(write(fd, "x", 1), 1);
 }
 
-/* Pipes through which a test and its consumer children signal each other. */
-static int child_ready[2], child_done[2];
-
-static void open_child_pipes(void)
-{
-	ck_assert_int_eq(pipe(child_ready), 0);
-	ck_assert_int_eq(pipe(child_done), 0);
-}
-
 static bool child_says_ready(void)
 {
-	return write(child_ready[1], "r", 1) == 1;
+	return write(to_parent[1], "r", 1) == 1;
 }
 
 static bool child_waits_done(void)
 {
 	char ch;
 
-	return read(child_done[0], &ch, 1) == 1;
+	return read(from_parent[0], &ch, 1) == 1;
+}
+
+typedef int (*child_fn)(const void *arg);
+
+/* Forks a child that _exits with fn(arg). The test keeps only its own
+ * pipe ends, so a child that dies early gives EOF (a failed sync_read),
+ * never a hang. With `ready`, returns once the child has said so. */
+static pid_t spawn(child_fn fn, const void *arg, bool ready)
+{
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(to_parent, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(from_parent, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(to_parent[0]);
+		close(from_parent[1]);
+		_exit(fn(arg));
+	}
+	close(to_parent[1]);
+	close(from_parent[0]);
+	if (ready)
+		sync_read(to_parent[0]);
+	return pid;
 }
 
 typedef int (*consumer_child_fn)(struct evs_consumer *c);
 
+struct consumer_child {
+	const char *name;
+	unsigned int core;
+	consumer_child_fn fn;
+};
+
+static int consumer_child(const void *arg)
+{
+	const struct consumer_child *cc = arg;
+	struct evs_consumer *c = evs_consumer__connect(cc->name, cc->core, NULL);
+
+	return c ? cc->fn(c) : 1;
+}
+
 /* Fork a consumer process attached to core of producer name; it exits with
  * child(c)'s result, or 1 if it could not connect. */
-static pid_t spawn_consumer(const char *name, unsigned int core, consumer_child_fn child)
+static pid_t spawn_consumer(const char *name, unsigned int core, consumer_child_fn child, bool ready)
 {
-	pid_t pid = fork();
+	struct consumer_child cc = { .name = name, .core = core, .fn = child };
 
-	if (pid == 0) {
-		struct evs_consumer *c = evs_consumer__connect(name, core, NULL);
-
-		_exit(c ? child(c) : 1);
-	}
-	ck_assert_int_ge(pid, 0);
-	return pid;
+	return spawn(consumer_child, &cc, ready);
 }
 
 static int child_reads_all(struct evs_consumer *c)
@@ -207,7 +241,7 @@ START_TEST(test_xproc_consumer_child_receives_all)
 	pid_t pid;
 
 	ck_assert_msg(p, "%s", evs_errmsg());
-	pid = spawn_consumer(name, 1, child_reads_all);
+	pid = spawn_consumer(name, 1, child_reads_all, false);
 	ck_assert(evs_wait_connected(p, 1, 1, 5000));
 	emit_all(p, 1, 0, N_EVENTS);
 	ck_assert_int_eq(exit_code(pid), 0);
@@ -215,36 +249,34 @@ START_TEST(test_xproc_consumer_child_receives_all)
 }
 END_TEST
 
+/* emits N_EVENTS once a consumer is there, frees when told */
+static int producer_emits_all(const void *name)
+{
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+
+	if (!p)
+		return 1;
+	if (!child_says_ready() || !evs_wait_connected(p, 0, 1, 5000))
+		return 2;
+	emit_all(p, 0, 0, N_EVENTS);
+	if (!child_waits_done())
+		return 3;
+	evs_producer__free(p);
+	return 0;
+}
+
 START_TEST(test_xproc_producer_child_consumer_parent)
 {
 	const char *name = evs_test_name("pc");
-	int ready[2], done[2];
 	struct evs_consumer *c;
 	struct evs_record rec;
 	pid_t pid;
 
-	ck_assert_int_eq(pipe(ready), 0);
-	ck_assert_int_eq(pipe(done), 0);
-	pid = fork();
-	if (pid == 0) {
-		struct evs_producer *p = evs_producer__new(name, 1, NULL);
-		char ch;
-
-		if (!p)
-			_exit(1);
-		if (write(ready[1], "r", 1) != 1 || !evs_wait_connected(p, 0, 1, 5000))
-			_exit(2);
-		emit_all(p, 0, 0, N_EVENTS);
-		if (read(done[0], &ch, 1) != 1)
-			_exit(3);
-		evs_producer__free(p);
-		_exit(0);
-	}
-	sync_read(ready[0]);
+	pid = spawn(producer_emits_all, name, true);
 	c = evs_consumer__connect(name, 0, NULL);
 	ck_assert_msg(c, "%s", evs_errmsg());
 	ck_assert_int_eq(read_n(c, 0, N_EVENTS), 0);
-	sync_write(done[1]);
+	sync_write(from_parent[1]);
 	ck_assert_int_eq(exit_code(pid), 0);
 	/* the producer has gone: drained and told so */
 	ck_assert_int_eq(evs_consumer__wait(c, 2000), -EPIPE);
@@ -260,13 +292,11 @@ START_TEST(test_xproc_second_consumer_is_refused)
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	open_child_pipes();
-	pid = spawn_consumer(name, 0, child_holds_until_done);
-	sync_read(child_ready[0]);
+	pid = spawn_consumer(name, 0, child_holds_until_done, true);
 	/* another process's client holds core 0: this process cannot have it */
 	ck_assert_ptr_null(evs_consumer__connect(name, 0, NULL));
 	ck_assert_int_eq(errno, EBUSY);
-	sync_write(child_done[1]);
+	sync_write(from_parent[1]);
 	ck_assert_int_eq(exit_code(pid), 0);
 	ck_assert(evs_wait_connected(p, 0, 0, 5000));
 	evs_producer__free(p);
@@ -284,18 +314,16 @@ START_TEST(test_xproc_consumer_hangup_then_reconnect)
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	open_child_pipes();
-	pid = spawn_consumer(name, 0, child_reads_100_then_hangs);
+	pid = spawn_consumer(name, 0, child_reads_100_then_hangs, false);
 	ck_assert(evs_wait_connected(p, 0, 1, 5000));
 	emit_all(p, 0, 0, 150); /* the child reads 100 of them */
-	sync_read(child_ready[0]);
+	sync_read(to_parent[0]);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
 	ck_assert_msg(evs_wait_connected(p, 0, 0, 2000), "producer did not notice the hang-up");
 	ck_assert_int_eq(evs_producer__emit(p, 0, 3, "lost", 4), -ENOTCONN);
 
-	pid = spawn_consumer(name, 0, child_reads_leftovers_and_new);
-	sync_read(child_ready[0]);
+	pid = spawn_consumer(name, 0, child_reads_leftovers_and_new, true);
 	ck_assert(evs_wait_connected(p, 0, 1, 5000));
 	emit_all(p, 0, 150, 10);
 	ck_assert_int_eq(exit_code(pid), 0);
@@ -312,37 +340,41 @@ END_TEST
 
 /* The producer process is killed with records in the ring: the consumer
  * still reads every committed record, then learns the producer is gone. */
+struct dying_producer {
+	const char *name;
+	bool crash;
+};
+
+/* emits 500 once a consumer is there, says so, then exits or dies when told */
+static int producer_emits_500_then_goes(const void *arg)
+{
+	const struct dying_producer *dp = arg;
+	struct evs_producer *p = evs_producer__new(dp->name, 1, NULL);
+
+	if (!p || !child_says_ready() || !evs_wait_connected(p, 0, 1, 5000))
+		return 1;
+	emit_all(p, 0, 0, 500);
+	if (!child_says_ready() || !child_waits_done())
+		return 2;
+	if (dp->crash)
+		raise(SIGKILL);
+	evs_producer__free(p);
+	return 0;
+}
+
 static void producer_dies(bool crash)
 {
-	const char *name = evs_test_name(crash ? "crash" : "exit");
-	int ready[2], go[2];
+	struct dying_producer dp = { .name = evs_test_name(crash ? "crash" : "exit"), .crash = crash };
 	struct evs_consumer *c;
 	struct evs_record rec;
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 	pid_t pid;
 
-	ck_assert_int_eq(pipe(ready), 0);
-	ck_assert_int_eq(pipe(go), 0);
-	pid = fork();
-	if (pid == 0) {
-		struct evs_producer *p = evs_producer__new(name, 1, NULL);
-		char ch;
-
-		if (!p || write(ready[1], "r", 1) != 1 || !evs_wait_connected(p, 0, 1, 5000))
-			_exit(1);
-		emit_all(p, 0, 0, 500);
-		if (write(ready[1], "e", 1) != 1 || read(go[0], &ch, 1) != 1)
-			_exit(2);
-		if (crash)
-			raise(SIGKILL);
-		evs_producer__free(p);
-		_exit(0);
-	}
-	sync_read(ready[0]);
-	c = evs_consumer__connect(name, 0, NULL);
+	pid = spawn(producer_emits_500_then_goes, &dp, true);
+	c = evs_consumer__connect(dp.name, 0, NULL);
 	ck_assert_msg(c, "%s", evs_errmsg());
-	sync_read(ready[0]); /* 500 records are in the ring */
-	sync_write(go[1]);
+	sync_read(to_parent[0]); /* 500 records are in the ring */
+	sync_write(from_parent[1]);
 	ck_assert_int_eq(exit_code(pid), crash ? 1000 + SIGKILL : 0);
 	ck_assert_int_eq(read_n(c, 0, 500), 0);
 	ck_assert_int_eq(evs_consumer__wait(c, 2000), -EPIPE);
@@ -368,27 +400,28 @@ END_TEST
 
 /* A consumer that only ever peeks (never sleeps) still learns that a
  * crashed producer has gone, after reading everything it committed. */
+/* emits 300 once a consumer is there, then dies */
+static int producer_emits_300_then_crashes(const void *name)
+{
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+
+	if (!p || !child_says_ready() || !evs_wait_connected(p, 0, 1, 5000))
+		return 1;
+	emit_all(p, 0, 0, 300);
+	raise(SIGKILL);
+	return 2;
+}
+
 START_TEST(test_xproc_busy_peeker_sees_producer_crash)
 {
 	const char *name = evs_test_name("busy");
-	int ready[2];
 	struct evs_consumer *c;
 	struct evs_record rec;
 	uint64_t got = 0, empties = 0;
 	pid_t pid;
 	int err;
 
-	ck_assert_int_eq(pipe(ready), 0);
-	pid = fork();
-	if (pid == 0) {
-		struct evs_producer *p = evs_producer__new(name, 1, NULL);
-
-		if (!p || write(ready[1], "r", 1) != 1 || !evs_wait_connected(p, 0, 1, 5000))
-			_exit(1);
-		emit_all(p, 0, 0, 300);
-		raise(SIGKILL);
-	}
-	sync_read(ready[0]);
+	pid = spawn(producer_emits_300_then_crashes, name, true);
 	c = evs_consumer__connect(name, 0, NULL);
 	ck_assert_msg(c, "%s", evs_errmsg());
 	while ((err = evs_consumer__peek(c, &rec)) == 0 || err == -EAGAIN) {
@@ -417,9 +450,7 @@ START_TEST(test_xproc_eventfd_wakes_other_process)
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	open_child_pipes();
-	pid = spawn_consumer(name, 0, child_sleeps_until_woken);
-	sync_read(child_ready[0]);
+	pid = spawn_consumer(name, 0, child_sleeps_until_woken, true);
 	emit_all(p, 0, 0, 1);
 	ck_assert_int_eq(exit_code(pid), 0);
 	evs_producer__free(p);
@@ -434,7 +465,7 @@ START_TEST(test_xproc_stream_fd_is_an_eventfd)
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	pid = spawn_consumer(name, 0, child_checks_fd_is_eventfd);
+	pid = spawn_consumer(name, 0, child_checks_fd_is_eventfd, false);
 	ck_assert_int_eq(exit_code(pid), 0);
 	evs_producer__free(p);
 }
@@ -449,9 +480,7 @@ START_TEST(test_xproc_hostile_consumer_cannot_block_producer)
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	open_child_pipes();
-	pid = spawn_consumer(name, 0, child_tries_to_block_producer);
-	sync_read(child_ready[0]);
+	pid = spawn_consumer(name, 0, child_tries_to_block_producer, true);
 	alarm(10); /* a blocked producer fails the test by SIGALRM */
 	for (int i = 0; i < 100; i++)
 		ck_assert_int_eq(evs_producer__emit(p, 0, 3, "x", 1), 0);
@@ -467,6 +496,8 @@ int main(void)
 	Suite *s = suite_create("xproc");
 	TCase *tc = tcase_create("xproc");
 
+	/* a child gone early is an error from write(), not the end of the suite */
+	signal(SIGPIPE, SIG_IGN);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_xproc_consumer_child_receives_all);
 	tcase_add_test(tc, test_xproc_producer_child_consumer_parent);
