@@ -6,6 +6,15 @@
  */
 #include "helpers.h"
 
+/* The variables the tests set: none may reach the next test (with
+ * CK_FORK=no the tests share one process). */
+static void unset_env(void)
+{
+	unsetenv("EVSTREAM_RING_BYTES");
+	unsetenv("EVSTREAM_HUGEPAGES");
+	unsetenv("NEURON_RT_DEBUG_STREAM_BUFFER_SIZE");
+}
+
 static void assert_msg_has(const char *needle)
 {
 	ck_assert_msg(strstr(evs_errmsg(), needle), "message '%s' lacks '%s'", evs_errmsg(), needle);
@@ -279,6 +288,7 @@ int main(void)
 	Suite *s = suite_create("badinput");
 	TCase *tc = tcase_create("badinput");
 
+	tcase_add_checked_fixture(tc, NULL, unset_env);
 	tcase_add_test(tc, test_badinput_null_pointers);
 	tcase_add_test(tc, test_badinput_core_out_of_range);
 	tcase_add_loop_test(tc, test_badinput_environment_values, 0,
