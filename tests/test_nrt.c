@@ -86,8 +86,6 @@ START_TEST(test_nrt_connect_bad_arguments)
 	ck_assert_int_eq(nrt_debug_client_connect(0, &fd), NRT_UNINITIALIZED);
 	p = runtime(2);
 	ck_assert_int_eq(nrt_debug_client_connect(2, &fd), NRT_INVALID);
-	ck_assert_int_eq(nrt_debug_client_connect(-1, &fd), NRT_INVALID);
-	ck_assert_int_eq(nrt_debug_client_connect(0, NULL), NRT_INVALID);
 	evs_producer__free(p);
 }
 END_TEST
@@ -102,9 +100,6 @@ START_TEST(test_nrt_read_empty_and_bad_handle)
 	ck_assert_int_eq(nrt_debug_client_connect(0, &fd), NRT_SUCCESS);
 	ck_assert_int_eq(nrt_debug_client_read_one_event(fd, &h, &pl), NRT_QUEUE_EMPTY);
 	ck_assert_ptr_null(pl);
-	ck_assert_int_eq(nrt_debug_client_read_one_event(fd + 1000, &h, &pl), NRT_INVALID_HANDLE);
-	ck_assert_int_eq(nrt_debug_client_read_one_event(fd, NULL, &pl), NRT_INVALID);
-	ck_assert_int_eq(nrt_debug_client_read_one_event(fd, &h, NULL), NRT_INVALID);
 	nrt_debug_client_connect_close(fd);
 	ck_assert_int_eq(nrt_debug_client_read_one_event(fd, &h, &pl), NRT_INVALID_HANDLE);
 	nrt_debug_client_connect_close(fd); /* twice: harmless */
