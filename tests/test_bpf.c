@@ -520,14 +520,12 @@ START_TEST(test_tool_errors_say_what_to_do)
 		      "%s", out);
 	rmdir(tmp);
 
-	/* without privileges (when setpriv can drop them) */
-	if (access("/usr/bin/setpriv", X_OK) == 0) {
-		snprintf(cmd, sizeof(cmd), "/usr/bin/setpriv --reuid=65534 --regid=65534 "
-			 "--clear-groups --inh-caps=-all %s --once -d %s 2>&1", tool_path(),
-			 pin_dir("err"));
-		ck_assert_int_ne(run(cmd, out, sizeof(out)), 0);
-		ck_assert_msg(strstr(out, "needs root, or CAP_BPF"), "%s", out);
-	}
+	/* without privileges (setpriv: util-linux, which scripts/deps.sh installs) */
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid=65534 --regid=65534 "
+		 "--clear-groups --inh-caps=-all %s --once -d %s 2>&1", tool_path(),
+		 pin_dir("err"));
+	ck_assert_int_ne(run(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "needs root, or CAP_BPF"), "%s", out);
 
 	/* a process without the library: asked about once it has exec'd, which
 	 * closes its end of the O_CLOEXEC pipe (read gives EOF); before that it
