@@ -4,7 +4,6 @@
 # library sources are compiled into each target with the same sanitizers.
 FUZZ_CC      ?= clang
 FUZZ_TIME    ?= 60
-FUZZ_JOBS    ?= 1
 FUZZ_TARGETS := consumer producer
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer \

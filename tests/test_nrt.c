@@ -273,7 +273,7 @@ static void *emit_later(void *arg)
 
 START_TEST(test_nrt_blocked_poll_is_woken)
 {
-	struct waker w = { .p = runtime(1), .delay_us = 20000 };
+	struct waker w = { .p = runtime(1) };
 	ndebug_stream_event_header_t h;
 	struct pollfd pfd;
 	pthread_t t;
