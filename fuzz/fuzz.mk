@@ -10,7 +10,8 @@ FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-D_GNU_SOURCE -Iinclude -Itransport -Wall -Wextra -Werror
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
-$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRCS) $(wildcard transport/*.h)
+# clang and its libFuzzer runtime come from deps (order-only: no rebuilds)
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRCS) $(wildcard transport/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(LIB_SRCS) -o $@ -lpthread
 
