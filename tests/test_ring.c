@@ -433,7 +433,7 @@ START_TEST(test_ring_tensor_gathers_strided_view)
 }
 END_TEST
 
-START_TEST(test_ring_tensor_scalar_and_empty)
+START_TEST(test_ring_tensor_scalar_empty_and_print)
 {
 	struct ring r;
 	struct evs_record rec;
@@ -442,6 +442,7 @@ START_TEST(test_ring_tensor_scalar_and_empty)
 	struct evs_tensor scalar = { .prefix = "s", .pipe = 1, .dtype = "int32", .data = &one };
 	struct evs_tensor empty = { .prefix = "e", .pipe = 1, .dtype = "bfloat16", .ndim = 3,
 				    .shape = zshape };
+	struct evs_tensor print = { .prefix = "hello from core 0", .pipe = 2 };
 	const ndebug_stream_payload_debug_tensor_read_t *pl;
 
 	if (!ring_open(&r, _i, 0))
@@ -458,6 +459,28 @@ START_TEST(test_ring_tensor_scalar_and_empty)
 	ck_assert_uint_eq(rec.hdr.data_size, 1024);
 	ck_assert_uint_eq(pl->tensor_data_size, 0);
 	ck_assert_uint_eq(pl->tensor_shape[1], 0);
+	evs_consumer__release(r.c);
+	/* a print: the text, an empty dtype, nothing else (no ndim record) */
+	ck_assert_int_eq(evs_producer__emit_tensor(r.p, 0, &print), 0);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	pl = rec.data;
+	ck_assert_uint_eq(rec.hdr.data_size, 1024);
+	ck_assert_str_eq(pl->prefix, "hello from core 0");
+	ck_assert_uint_eq(pl->pipe, 2);
+	ck_assert_str_eq(pl->tensor_dtype, "");
+	ck_assert_uint_eq(pl->tensor_data_size, 0);
+	for (size_t i = 0; i < sizeof(pl->reserved0); i++)
+		ck_assert_int_eq(pl->reserved0[i], 0);
+	evs_consumer__release(r.c);
+	/* a print carries nothing but its text: anything more is refused */
+	print.ndim = 1;
+	print.shape = zshape;
+	ck_assert_int_eq(evs_producer__emit_tensor(r.p, 0, &print), -EINVAL);
+	print = (struct evs_tensor){ .prefix = "p", .pipe = 1, .dtype = "", .data = &one };
+	ck_assert_int_eq(evs_producer__emit_tensor(r.p, 0, &print), -EINVAL);
+	print.data = NULL;
+	print.elem_size = 4;
+	ck_assert_int_eq(evs_producer__emit_tensor(r.p, 0, &print), -EINVAL);
 	ring_close(&r);
 }
 END_TEST
@@ -542,7 +565,7 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_drops_when_no_consumer, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_consume_batch_in_order, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_tensor_gathers_strided_view, 0, EVS_MODES);
-	tcase_add_loop_test(tc, test_ring_tensor_scalar_and_empty, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_tensor_scalar_empty_and_print, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_deferred_commit_publishes_in_order, 0, EVS_MODES);
 	suite_add_tcase(s, tc);
 	return s;

@@ -23,7 +23,6 @@
 #include "demo_gen.h"
 #include "demo_verify.h"
 #include "evstream/evstream.h"
-#include "nrt/ndebug_stream.h"
 
 struct demo {
 	struct evs_producer *p;
@@ -63,19 +62,12 @@ static void sleep_until(uint64_t t)
 		;
 }
 
-/* A device print without a tensor: the reference payload, dtype empty. */
+/* A device print: no dtype, no data. */
 static int emit_print(struct evs_producer *p, unsigned int core, const struct demo_event *e)
 {
-	ndebug_stream_payload_debug_tensor_read_t *pl;
+	struct evs_tensor t = { .prefix = e->prefix, .pipe = e->pipe };
 
-	pl = evs_producer__reserve(p, core, EVS_EVENT_TENSOR_READ, sizeof(*pl));
-	if (!pl)
-		return -errno;
-	memset(pl, 0, sizeof(*pl));
-	snprintf(pl->prefix, sizeof(pl->prefix), "%s", e->prefix);
-	pl->logical_nc_id = core;
-	pl->pipe = e->pipe;
-	return evs_producer__commit(p, core);
+	return evs_producer__emit_tensor(p, core, &t);
 }
 
 static int emit_huge(struct demo *d, unsigned int core)

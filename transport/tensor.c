@@ -63,12 +63,25 @@ static void gather(uint8_t *dst, const uint8_t *src, uint32_t ndim, const uint64
 	}
 }
 
+/* A device print: the reference payload with an empty dtype and no data. */
+static bool is_print(const struct evs_tensor *t)
+{
+	return !t->dtype || !t->dtype[0];
+}
+
 static int tensor_bytes(const struct evs_tensor *t, uint32_t *esz, uint64_t *bytes)
 {
 	uint64_t n = 1;
 
-	if (!t->dtype || strnlen(t->dtype, 16) >= 16 || t->ndim > 8 || (t->ndim && !t->shape) ||
-	    (t->pipe != 1 && t->pipe != 2))
+	if (t->pipe != 1 && t->pipe != 2)
+		return -EINVAL;
+	if (is_print(t)) {
+		/* the text alone: nothing else may be given, so none is lost */
+		*esz = 0;
+		*bytes = 0;
+		return t->ndim || t->elem_size || t->data ? -EINVAL : 0;
+	}
+	if (strnlen(t->dtype, 16) >= 16 || t->ndim > 8 || (t->ndim && !t->shape))
 		return -EINVAL;
 	*esz = t->elem_size ? t->elem_size : evs_dtype_size(t->dtype);
 	if (!*esz)
@@ -87,6 +100,7 @@ EVS_API int evs_producer__emit_tensor(struct evs_producer *p, unsigned int core,
 				      const struct evs_tensor *t)
 {
 	ndebug_stream_payload_debug_tensor_read_t *pl;
+	struct evs_tensor_ext ext;
 	uint64_t bytes;
 	uint32_t esz;
 	int err;
@@ -104,16 +118,15 @@ EVS_API int evs_producer__emit_tensor(struct evs_producer *p, unsigned int core,
 		strncpy(pl->prefix, t->prefix, sizeof(pl->prefix) - 1);
 	pl->logical_nc_id = core;
 	pl->pipe = t->pipe;
+	if (is_print(t))
+		return evs_producer__commit(p, core); /* dtype, shape, size: all 0 */
 	strncpy(pl->tensor_dtype, t->dtype, sizeof(pl->tensor_dtype) - 1);
 	for (uint32_t i = 0; i < t->ndim; i++)
 		pl->tensor_shape[i] = t->shape[i];
 	pl->tensor_data_size = bytes;
-	{
-		struct evs_tensor_ext ext = { .magic = EVS_TENSOR_EXT_MAGIC, .ndim = (uint8_t)t->ndim,
-					      .elem_size = esz };
-
-		memcpy(pl->reserved0, &ext, sizeof(ext));
-	}
+	ext = (struct evs_tensor_ext){ .magic = EVS_TENSOR_EXT_MAGIC, .ndim = (uint8_t)t->ndim,
+				       .elem_size = esz };
+	memcpy(pl->reserved0, &ext, sizeof(ext));
 	if (bytes) {
 		if (t->strides && t->ndim)
 			gather((uint8_t *)pl->tensor_data, t->data, t->ndim, t->shape, t->strides, esz);

@@ -124,7 +124,9 @@ EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32
 struct evs_tensor {
 	const char *prefix;      /* printed text; at most 511 bytes are kept */
 	uint32_t pipe;           /* 1 stdout, 2 stderr */
-	const char *dtype;       /* "float32", "bfloat16", "int8", ... (< 16 bytes) */
+	const char *dtype;       /* "float32", "bfloat16", "int8", ... (< 16 bytes);
+	                          * NULL or "": a print, the prefix alone (ndim,
+	                          * elem_size and data must then be 0) */
 	uint32_t elem_size;      /* 0: from dtype; required for unknown dtypes */
 	uint32_t ndim;           /* 0..8; 0 is a scalar */
 	const uint64_t *shape;   /* ndim sizes */
@@ -151,7 +153,9 @@ struct evs_tensor_ext {
 /*
  * Emit a debug-tensor-read event: the reference API's 1024-byte payload
  * header followed by the tensor bytes in C order. A strided view is gathered
- * straight into the ring. Returns as evs_producer__emit().
+ * straight into the ring. Without a dtype it is a device print: the prefix
+ * with an empty dtype and no data, as the reference lays prints out.
+ * Returns as evs_producer__emit().
  */
 EVS_API int evs_producer__emit_tensor(struct evs_producer *p, unsigned int core,
 				      const struct evs_tensor *t);
