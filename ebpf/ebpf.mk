@@ -33,8 +33,6 @@ ebpf: lib $(EBPF_PROGS)
 tests: $(EBPF_PROGS)
 PROGRAMS += $(EBPF_PROGS)
 INSTALL_BINS += $(BUILD)/evs-drops
-# install's prerequisites were read before this fragment: name ours here
-install: $(BUILD)/evs-drops
 
 $(EBPF_DIR)/vmlinux.h: | $(VMLINUX_BTF)
 	@mkdir -p $(dir $@)
