@@ -40,6 +40,10 @@ TESTS    :=
 PROGRAMS :=
 INSTALL_BINS :=
 
+# A prerequisite written $$(VAR) is expanded after every fragment has added
+# to VAR (install: $$(INSTALL_BINS), tests: $$(TESTS)).
+.SECONDEXPANSION:
+
 .PHONY: all lib install uninstall clean deps test demo check-env
 all: lib
 
@@ -71,7 +75,7 @@ $(PC): evstream.pc.in Makefile
 	@mkdir -p $(dir $@)
 	$(make_pc) > $@
 
-install: lib $(INSTALL_BINS)
+install: lib $$(INSTALL_BINS)
 	install -d $(DESTDIR)$(INCDIR)/evstream $(DESTDIR)$(INCDIR)/nrt $(DESTDIR)$(LIBDIR)/pkgconfig
 	install -m 644 include/evstream/*.h $(DESTDIR)$(INCDIR)/evstream/
 	install -m 644 include/nrt/*.h $(DESTDIR)$(INCDIR)/nrt/

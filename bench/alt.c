@@ -16,10 +16,13 @@
 
 #include "bench.h"
 
+#define ALT_READ_BYTES (1u << 20)
+
 struct alt {
 	int wfd, rfd;
 	size_t size;
 	const uint8_t *src;
+	uint8_t *buf;    /* the reader's, ALT_READ_BYTES */
 	struct run run;
 };
 
@@ -75,12 +78,10 @@ out:
 static void *alt_reader(void *arg)
 {
 	struct alt *a = arg;
-	size_t cap = 1 << 20;
-	uint8_t *buf = malloc(cap);
 	uint64_t bytes = 0, rec = 64 + a->size;
 
 	for (;;) {
-		ssize_t r = read(a->rfd, buf, cap);
+		ssize_t r = read(a->rfd, a->buf, ALT_READ_BYTES);
 
 		if (r <= 0) {
 			if (r < 0 && errno == EINTR)
@@ -92,61 +93,37 @@ static void *alt_reader(void *arg)
 	}
 	run_mark(&a->run, bytes / rec);
 	close(a->rfd);
-	free(buf);
 	return NULL;
 }
 
-static struct tput alt_one(bool sock, size_t size, const uint8_t *src)
+/* src: the payload source, the one the evstream paths copy from */
+struct tput alt_measure(bool sock, size_t size, const uint8_t *src)
 {
-	struct alt a = { .size = size, .src = src };
+	struct alt a = { .size = size, .src = src, .buf = malloc(ALT_READ_BYTES) };
 	struct tput t = { 0 };
 	int fds[2];
 
+	if (!a.buf) {
+		warn("alternative: out of memory");
+		return t;
+	}
 	if (sock) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) < 0)
-			return t;
+			goto out;
 		a.rfd = fds[0];
 		a.wfd = fds[1];
 	} else {
 		if (pipe2(fds, O_CLOEXEC) < 0)
-			return t;
+			goto out;
 		/* the largest pipe an unprivileged user gets by default */
 		fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
 		a.rfd = fds[0];
 		a.wfd = fds[1];
 	}
-	run_start(&a.run, bopt.secs / 4, bopt.secs);
+	run_start(&a.run);
 	bench_pair(alt_writer, &a, alt_reader, &a);
-	return tput_of(run_rate(&a.run), size);
-}
-
-struct tput alt_measure(bool sock, size_t size)
-{
-	static uint8_t *src;
-
-	if (!src) {
-		src = malloc(4 << 20);
-		memset(src, 0x3c, 4 << 20);
-	}
-	return alt_one(sock, size, src);
-}
-
-void alternatives_report(void)
-{
-	rep_section("alternatives");
-	for (int i = 0; i < NPAYLOADS; i++) {
-		for (int s = 0; s < 2; s++) {
-			struct tput *t = s ? &lim.sock[i] : &lim.pipe[i];
-
-			if (!t->ok)
-				continue;
-			rep_obj_begin();
-			rep_str("name", s ? "unix_socket" : "pipe");
-			rep_int("payload", bench_payloads[i]);
-			rep_num("events_s", t->ev_s);
-			rep_num("gb_s", t->gb_s);
-			rep_obj_end();
-		}
-	}
-	rep_section_end();
+	t = tput_of(run_rate(&a.run), size);
+out:
+	free(a.buf);
+	return t;
 }

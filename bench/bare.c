@@ -80,17 +80,16 @@ struct tput bare_measure(size_t size, const uint8_t *src)
 	b->ring.cap = bopt.ring_bytes;
 	b->size = size;
 	b->src = src;
-	b->ring.area = aligned_alloc(4096, area);
+	/* faulted in before the clock starts, as evstream's rings are */
+	b->ring.area = bench_area(area);
 	if (!b->ring.area) {
 		free(b);
 		return t;
 	}
-	/* fault it in before the clock starts, as evstream's rings are */
-	memset(b->ring.area, 0, area);
-	run_start(&b->run, bopt.secs / 4, bopt.secs);
+	run_start(&b->run);
 	bench_pair(bare_producer, b, bare_consumer, b);
 	t = tput_of(run_rate(&b->run), size);
-	free(b->ring.area);
+	bench_area_free(b->ring.area, area);
 	free(b);
 	return t;
 }

@@ -10,21 +10,26 @@
 #include <stdio.h>
 #include <time.h>
 
+/* cli_now_ns(): every timestamp in the benchmark, like the producer's
+ * header timestamp, is CLOCK_MONOTONIC through the vDSO */
+#include "../tools/cli.h"
+
 #define BENCH_CPU_PRODUCER 0
 #define BENCH_CPU_CONSUMER 1
 #define NPAYLOADS 6
 
 extern const size_t bench_payloads[NPAYLOADS];
 
-/* Every timestamp in the benchmark, like the producer's header timestamp:
- * CLOCK_MONOTONIC through the vDSO. */
-static inline uint64_t bench_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/*
+ * The stream of evs-bench's drop cases (drop_rate.c) and of evs-bench-drops
+ * (drop_cost.c), the same in both so that their full-ring figures compare:
+ * 64-byte events like every other small-event figure; default options, so
+ * timestamps on (a drop never reads the clock, only commit does); a 1 MiB
+ * ring of 4 KiB pages, filled until emit fails (its size no longer matters
+ * once it is full).
+ */
+#define BENCH_DROP_PAYLOAD 64
+#define BENCH_DROP_RING (1u << 20)
 
 /*
  * Spin loops do not use PAUSE: in a KVM guest, pause-loop exiting turns a
@@ -50,10 +55,21 @@ static inline uint64_t touch(const void *data, size_t n)
 
 /* Pin the calling thread to one CPU; 0 or -errno. */
 int bench_pin(int cpu);
+/* nice -20 for the calling thread (and those it creates after) and its
+ * autogroup; warns when refused. */
+void bench_raise_priority(void);
 /* Run a(arg_a) on the producer CPU and b(arg_b) on the consumer CPU, each
  * in its own pinned thread, and wait for both. */
 void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b);
-/* Busy-wait until bench_now() >= t. */
+/*
+ * Anonymous memory in 4 KiB pages, faulted in; NULL (said) when it cannot
+ * be had. The limits' areas (memcpy, bare ring): with transparent huge
+ * pages "always" they would get huge pages, while a "normal" evstream ring
+ * (a memfd) has 4 KiB ones.
+ */
+void *bench_area(size_t len);
+void bench_area_free(void *p, size_t len);
+/* Busy-wait until cli_now_ns() >= t. */
 void bench_spin_until(uint64_t t);
 
 /*
@@ -88,7 +104,7 @@ struct bench_opts {
 	const char *only;       /* run only this part */
 	const char *variant;    /* throughput: only variants containing this */
 	long payload;           /* throughput: only this payload size, -1 all */
-	int rounds;             /* throughput: rounds per payload, 1 to MAX_ROUNDS */
+	int rounds;             /* rounds per throughput payload and per latency case, 1 to MAX_ROUNDS */
 };
 #define MAX_ROUNDS 9
 extern struct bench_opts bopt;
@@ -106,28 +122,13 @@ void lat_from_hist(struct lat *l, const struct hist *h);
 /* A throughput figure from events/s and the payload size. */
 struct tput tput_of(double ev_s, size_t size);
 
-struct limits {
-	struct tput memcpy_bw[NPAYLOADS];  /* payload-sized copies over a ring-sized area */
-	double memcpy_hot_gb_s;            /* 1 MiB copies within cache */
-	double clock_ns;                   /* cost of one bench_now() */
-	struct lat line_oneway;            /* cross-core cache line, half a round trip */
-	struct lat efd_wake;               /* eventfd write -> blocked read returns */
-	struct lat efd_wake_poll;          /* eventfd write -> poll() returns */
-	struct tput pipe[NPAYLOADS], sock[NPAYLOADS];
-	struct tput bare[NPAYLOADS];       /* the bare SPSC ring (bare.c) */
-	struct lat hiccup;                 /* gaps of 2 us+ seen by a spinner on CPU 1 */
-	double hiccup_lost, hiccup_per_s;  /* fraction of time in them; how many per second */
-};
-extern struct limits lim;
 
 /* Results kept for the targets summary. */
 /* Its median ratio to the pipe, or to memcpy, within rounds; NAN if not run. */
 double tput_ratio(const char *variant, size_t payload, bool vs_memcpy);
-/* A latency case of this run: its figures over all rounds, the median of
- * its limit, and the median of the ratios within each round. */
+/* A latency case of this run: the medians of its ratios within each round. */
 struct lat_case {
 	char name[64];
-	struct lat l, limit;
 	double p50_x_limit, p999_x_limit_p50;
 };
 const struct lat_case *lat_find(const char *name);
@@ -140,9 +141,8 @@ void limits_run(void);
 struct tput limit_memcpy(size_t size);
 void limit_line_oneway(struct lat *out);
 void limit_efd_wake(struct lat *out, bool use_poll);
-struct tput alt_measure(bool sock, size_t size);
+struct tput alt_measure(bool sock, size_t size, const uint8_t *src);
 struct tput bare_measure(size_t size, const uint8_t *src);
-void alternatives_report(void);
 void tput_run(void);
 void cost_run(void);
 void latency_run(void);
@@ -161,7 +161,8 @@ void rep_num(const char *k, double v);
 void rep_int(const char *k, uint64_t v);
 void rep_raw(const char *k, const char *json);
 void rep_lat(const char *k, const struct lat *l);
-/* Human-readable line (suppressed with --json, which goes to stdout). */
+/* Human-readable line: on stdout, or on stderr with --json (the JSON
+ * document has stdout). */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A progress line on stderr when it is a terminal, overwritten by the
  * next; progress_done() ends it. */
@@ -173,8 +174,12 @@ void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * --plot-dir (or when it cannot be written, said loudly). */
 FILE *plot_open(const char *file, const char *header);
 double ratio(double a, double b);
-/* The median of n values (n <= MAX_ROUNDS); NAN for none. */
+/* As json_get_u64() of tools/jsonl.h, for a number: 0, -ENOENT, -EINVAL. */
+int json_get_double(const char *line, const char *key, double *v);
+/* The median of n values; NAN for none. */
 double median(const double *v, int n);
+/* The lowest and highest of n values, NANs left out; NAN when none is left. */
+void min_max(const double *v, int n, double *lo, double *hi);
 
 /*
  * A timed run between a producer and a consumer thread: the producer ticks
@@ -191,18 +196,19 @@ struct run {
 	uint64_t c1, c2, t1, t2;
 };
 
-static inline void run_start(struct run *r, double warm_s, double secs)
+/* A warm-up of a quarter of --secs, then --secs measured. */
+static inline void run_start(struct run *r)
 {
-	uint64_t t = bench_now();
+	uint64_t t = cli_now_ns();
 
-	r->t_warm = t + (uint64_t)(warm_s * 1e9);
-	r->t_stop = r->t_warm + (uint64_t)(secs * 1e9);
+	r->t_warm = t + (uint64_t)(bopt.secs / 4 * 1e9);
+	r->t_stop = r->t_warm + (uint64_t)(bopt.secs * 1e9);
 }
 
 /* Producer: returns true when it must stop. */
 static inline bool run_tick(struct run *r)
 {
-	uint64_t t = bench_now();
+	uint64_t t = cli_now_ns();
 
 	if (t >= r->t_stop) {
 		atomic_store_explicit(&r->phase, 2, memory_order_relaxed);
@@ -227,11 +233,11 @@ static inline void run_mark(struct run *r, uint64_t count)
 	if (__builtin_expect(ph != r->seen, 0)) {
 		if (r->seen == 0) {
 			r->c1 = count;
-			r->t1 = bench_now();
+			r->t1 = cli_now_ns();
 		}
 		if (ph == 2) {
 			r->c2 = count;
-			r->t2 = bench_now();
+			r->t2 = cli_now_ns();
 		}
 		r->seen = ph;
 	}

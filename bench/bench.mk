@@ -1,10 +1,11 @@
 # evs-bench: throughput and latency next to the limits and alternatives.
-# `make bench` runs it (about three minutes; BENCH_ARGS=--quick: about one),
+# `make bench` runs it (about four minutes; BENCH_ARGS=--quick: about one),
 # folds in evs-bench-drops when that exists, and draws the plots.
 BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
               bench/tput.c bench/lat.c bench/drop_rate.c bench/bare.c \
-              bench/cost.c
-BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o)
+              bench/cost.c bench/jsonl_double.c
+# tools/jsonl.c: the JSON string escaping the tools use
+BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/bench/jsonl.o
 BENCH_BIN  := $(BUILD)/evs-bench
 BENCH_OUT  ?= $(BUILD)/bench-results
 BENCH_ARGS ?=
@@ -13,6 +14,10 @@ BENCH_HUGEPAGES ?= 96
 PROGRAMS   += $(BENCH_BIN)
 
 $(BUILD)/bench/%.o: bench/%.c bench/bench.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/jsonl.o: tools/jsonl.c tools/jsonl.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 

@@ -9,13 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "bench.h"
+#include "../tools/jsonl.h"
 
 const size_t bench_payloads[NPAYLOADS] = { 0, 64, 1024, 64 << 10, 1 << 20, 4 << 20 };
 struct bench_opts bopt;
-struct limits lim;
 
 int bench_pin(int cpu)
 {
@@ -25,11 +26,49 @@ int bench_pin(int cpu)
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set) < 0)
 		return -errno;
-	/* the machine is shared: a high weight (root only) keeps the other
-	 * builds from taking the CPU for milliseconds, without starving them
-	 * as a real-time policy would */
-	setpriority(PRIO_PROCESS, (id_t)gettid(), -20);
 	return 0;
+}
+
+/*
+ * A shared machine: a high weight keeps the other builds from taking the
+ * CPU for milliseconds, without starving them as a real-time policy
+ * would. With autogroups the thread nice only counts inside our session's
+ * group, so the group's nice is raised too. Threads created afterwards
+ * inherit the nice value. Root only; said when refused.
+ */
+void bench_raise_priority(void)
+{
+	FILE *f = fopen("/proc/self/autogroup", "w");
+	bool ok = f && fprintf(f, "-20") >= 0;
+
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (!ok)
+		warn("cannot raise the autogroup priority (%s): other load on the CPUs will show more",
+		     strerror(errno));
+	if (setpriority(PRIO_PROCESS, 0, -20) < 0)
+		warn("cannot set nice -20: %s", strerror(errno));
+}
+
+void *bench_area(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		warn("mmap %zu bytes: %s", len, strerror(errno));
+		return NULL;
+	}
+	/* before the first touch: no huge page may be faulted in */
+	if (madvise(p, len, MADV_NOHUGEPAGE))
+		warn("madvise(MADV_NOHUGEPAGE): %s (the limits may get huge pages)", strerror(errno));
+	memset(p, 0, len);
+	return p;
+}
+
+void bench_area_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
 }
 
 struct pinned {
@@ -64,7 +103,7 @@ void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b
 
 void bench_spin_until(uint64_t t)
 {
-	while (bench_now() < t)
+	while (cli_now_ns() < t)
 		cpu_relax();
 }
 
@@ -153,21 +192,40 @@ void lat_from_hist(struct lat *l, const struct hist *h)
 	l->mean = h->count ? h->sum / (double)h->count : NAN;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 double median(const double *v, int n)
 {
-	double w[MAX_ROUNDS];
+	double *w, m;
 
 	if (n <= 0)
 		return NAN;
+	w = malloc(sizeof(*w) * (size_t)n);
+	if (!w)
+		return NAN;
 	memcpy(w, v, sizeof(*w) * (size_t)n);
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && w[j - 1] > w[j]; j--) {
-			double x = w[j];
+	qsort(w, (size_t)n, sizeof(*w), cmp_double);
+	m = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+	free(w);
+	return m;
+}
 
-			w[j] = w[j - 1];
-			w[j - 1] = x;
-		}
-	return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+void min_max(const double *v, int n, double *lo, double *hi)
+{
+	*lo = *hi = NAN;
+	for (int i = 0; i < n; i++) {
+		if (isnan(v[i]))
+			continue;
+		if (isnan(*lo) || v[i] < *lo)
+			*lo = v[i];
+		if (isnan(*hi) || v[i] > *hi)
+			*hi = v[i];
+	}
 }
 
 double ratio(double a, double b)
@@ -179,28 +237,31 @@ double ratio(double a, double b)
 
 /* ------------------------------------------------------------ report */
 
-static char *js;
-static size_t js_len, js_cap;
+/* The JSON document, built in memory and written at the end (only with
+ * --json, which the human lines then leave to stderr). */
+static FILE *js;
+static char *js_buf;
+static size_t js_len;
 static bool js_first = true;
+
+static FILE *js_file(void)
+{
+	if (!js) {
+		js = open_memstream(&js_buf, &js_len);
+		if (!js)
+			abort();
+	}
+	return js;
+}
 
 static void js_put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void js_put(const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(js + js_len, js_cap - js_len, fmt, ap);
-		va_end(ap);
-		if (n >= 0 && (size_t)n < js_cap - js_len)
-			break;
-		js_cap = js_cap ? js_cap * 2 : 1 << 16;
-		js = realloc(js, js_cap);
-		if (!js)
-			abort();
-	}
-	js_len += (size_t)n;
+	va_start(ap, fmt);
+	vfprintf(js_file(), fmt, ap);
+	va_end(ap);
 }
 
 static void js_sep(void)
@@ -246,16 +307,7 @@ void rep_obj_end(void)
 void rep_str(const char *k, const char *v)
 {
 	js_key(k);
-	js_put("\"");
-	for (const char *c = v; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			js_put("\\%c", *c);
-		else if ((unsigned char)*c < 0x20)
-			js_put(" ");
-		else
-			js_put("%c", *c);
-	}
-	js_put("\"");
+	json_put_str(js_file(), v);
 }
 
 void rep_num(const char *k, double v)
@@ -303,9 +355,11 @@ void rep_begin(void)
 void rep_finish(void)
 {
 	js_put("\n}\n");
+	if (fclose(js) != 0)
+		abort();
 	if (bopt.json)
-		fwrite(js, 1, js_len, stdout);
-	free(js);
+		fwrite(js_buf, 1, js_len, stdout);
+	free(js_buf);
 }
 
 void say(const char *fmt, ...)
@@ -347,7 +401,7 @@ void warn(const char *fmt, ...)
 	progress_done();
 	va_list ap;
 
-	fprintf(stderr, "evs-bench: WARNING: ");
+	fprintf(stderr, "%s: WARNING: ", program_invocation_short_name);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

@@ -54,7 +54,7 @@ static void cost_evstream(struct cost *b, const uint8_t *src, int passes)
 		return;
 	}
 	for (int k = 0; k < passes; k++) {
-		uint64_t t0 = bench_now(), t1, t2;
+		uint64_t t0 = cli_now_ns(), t1, t2;
 
 		for (int i = 0; i < COST_BATCH; i++) {
 			void *d = evs_producer__reserve(p, 0, 1, COST_SIZE);
@@ -66,7 +66,7 @@ static void cost_evstream(struct cost *b, const uint8_t *src, int passes)
 			memcpy(d, src, COST_SIZE);
 			evs_producer__commit(p, 0);
 		}
-		t1 = bench_now();
+		t1 = cli_now_ns();
 		for (int i = 0; i < COST_BATCH; i++) {
 			if (evs_consumer__peek(c, &rec)) {
 				warn("per-event cost: peek found the ring empty");
@@ -75,7 +75,7 @@ static void cost_evstream(struct cost *b, const uint8_t *src, int passes)
 			sink += touch(rec.data, rec.hdr.data_size);
 			evs_consumer__release(c);
 		}
-		t2 = bench_now();
+		t2 = cli_now_ns();
 		best_of(b, t0, t1, t2);
 	}
 	b->ok = true;
@@ -91,17 +91,16 @@ static void cost_bare(struct cost *b, const uint8_t *src, int passes)
 	size_t area = COST_RING + bare_rec_len(COST_SIZE);
 	uint64_t n = 0;
 
-	ring.area = aligned_alloc(4096, area);
+	ring.area = bench_area(area);
 	if (!ring.area)
 		return;
-	memset(ring.area, 0, area);
 	for (int k = 0; k < passes; k++) {
-		uint64_t t0 = bench_now(), t1, t2;
+		uint64_t t0 = cli_now_ns(), t1, t2;
 
 		/* a batch is a quarter of the ring: never full, never empty */
 		for (int i = 0; i < COST_BATCH; i++)
 			bare_push(&ring, &prod, src, COST_SIZE, n++);
-		t1 = bench_now();
+		t1 = cli_now_ns();
 		for (int i = 0; i < COST_BATCH; i++) {
 			const uint8_t *r = bare_peek(&ring, &cons);
 			uint64_t size = *(const volatile uint64_t *)r;
@@ -109,10 +108,10 @@ static void cost_bare(struct cost *b, const uint8_t *src, int passes)
 			sink += touch(r + 64, size);
 			bare_release(&ring, &cons, size);
 		}
-		t2 = bench_now();
+		t2 = cli_now_ns();
 		best_of(b, t0, t1, t2);
 	}
-	free(ring.area);
+	bench_area_free(ring.area, area);
 	b->ok = true;
 }
 
@@ -123,8 +122,6 @@ void cost_run(void)
 	struct cost e = { INFINITY, INFINITY, false }, b = e;
 
 	memset(src, 0xa5, sizeof(src));
-	if (bench_pin(BENCH_CPU_PRODUCER))
-		warn("per-event cost: cannot pin to CPU %d; figures may move", BENCH_CPU_PRODUCER);
 	progress("per-event cost");
 	/* halves interleaved, so that both see the same states of the host */
 	for (int half = 0; half < 2; half++) {

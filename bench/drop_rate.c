@@ -16,12 +16,12 @@
 
 static double drop_loop(struct evs_producer *p, uint64_t n, int want)
 {
-	uint8_t buf[64] = { 0 };
-	uint64_t t0 = bench_now(), bad = 0;
+	uint8_t buf[BENCH_DROP_PAYLOAD] = { 0 };
+	uint64_t t0 = cli_now_ns(), bad = 0;
 
 	for (uint64_t i = 0; i < n; i++)
 		bad += evs_producer__emit(p, 0, 1, buf, sizeof(buf)) != want;
-	double ns = (double)(bench_now() - t0) / (double)n;
+	double ns = (double)(cli_now_ns() - t0) / (double)n;
 
 	evs_producer__flush(p, 0);
 	if (bad)
@@ -42,13 +42,12 @@ static void drop_report(const char *cause, double ns)
 
 void drops_run(void)
 {
-	EVS_OPTS(evs_producer_opts, po, .ring_bytes = 1 << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	EVS_OPTS(evs_producer_opts, po, .ring_bytes = BENCH_DROP_RING, .hugepages = EVS_HUGEPAGES_OFF);
 	uint64_t n = bopt.quick ? 2000000 : 10000000;
 	struct evs_producer *p;
 	struct evs_consumer *c;
-	uint8_t buf[64] = { 0 };
+	uint8_t buf[BENCH_DROP_PAYLOAD] = { 0 };
 
-	bench_pin(BENCH_CPU_PRODUCER);
 	say("\n== drop path (no eBPF program; producer on CPU %d)\n", BENCH_CPU_PRODUCER);
 	rep_section("drops");
 	p = evs_producer__new(NULL, 1, &po);
@@ -72,21 +71,6 @@ void drops_run(void)
 
 /* ns per drop with the eBPF program, from the folded report; NAN if none */
 static double bpf_ns = NAN;
-
-/* The number after "key": in a JSON text, or NAN. */
-static double json_number(const char *json, const char *key)
-{
-	const char *at = strstr(json, key);
-	char *end;
-	double v;
-
-	if (!at)
-		return NAN;
-	at += strlen(key);
-	at += strspn(at, " \t\n:");
-	v = strtod(at, &end);
-	return end != at ? v : NAN;
-}
 
 /* Fold the JSON of evs-bench-drops (ns per drop with and without the eBPF
  * program) into the report as it is, and keep the figure the target needs. */
@@ -113,8 +97,9 @@ void drops_bpf_fold(void)
 		if (len > 0 && (buf[0] == '{' || buf[0] == '[')) {
 			rep_raw("drops_bpf", buf);
 			say("\n== drop path with the eBPF program (evs-bench-drops)\n%s\n", buf);
-			/* the key bench/drop_cost.c writes */
-			bpf_ns = json_number(buf, "\"ns_per_drop_bpf\"");
+			/* the key bench/drop_cost.c writes (absent without BPF) */
+			if (json_get_double(buf, "ns_per_drop_bpf", &bpf_ns))
+				bpf_ns = NAN;
 		} else {
 			warn("--drops-json %s: not JSON, left out", bopt.drops_json);
 		}

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/resource.h>
 #include <sys/utsname.h>
 
 #include "bench.h"
@@ -29,13 +28,14 @@ static void usage(FILE *f)
 		"                 [--variant SUBSTR] [--payload BYTES] [--rounds N]\n"
 		"  --quick        shorter runs (about a minute in all instead of four)\n"
 		"  --json         one JSON document on stdout; the human table goes to stderr\n"
-		"  --secs S       measured seconds per throughput point (default 0.5, quick 0.15)\n"
-		"  --ring-mb N    ring size of the throughput runs (default 64)\n"
+		"  --secs S       measured seconds per throughput point, 0.001 to 3600\n"
+		"                 (default 0.5, quick 0.15)\n"
+		"  --ring-mb N    ring size of the throughput runs in MiB, 8 to 65536 (default 64)\n"
 		"  --rounds N     rounds of each throughput payload and of the latency cases,\n"
 		"                 1 to 9 (default 3); ratios are medians of the ratios\n"
 		"                 within a round\n"
 		"  --variant S    throughput: only the paths whose name contains S\n"
-		"  --payload B    throughput: only this payload size\n"
+		"  --payload B    throughput: only this payload size: 0, 64, 1K, 64K, 1M or 4M\n"
 		"  --plot-dir DIR write throughput.dat and latency.dat for bench/plot.gp\n"
 		"  --drops-json F fold the output of evs-bench-drops --json into the report\n");
 }
@@ -94,25 +94,6 @@ static void machine(void)
 	rep_int("cpu_consumer", BENCH_CPU_CONSUMER);
 }
 
-/*
- * A shared machine: give our threads a high weight so that other builds
- * take the CPU from them rarely (never real-time, which would starve them).
- * With autogroups the thread nice only counts inside our session's group,
- * so the group's nice is raised too. Root only; said when refused.
- */
-static void raise_priority(void)
-{
-	FILE *f = fopen("/proc/self/autogroup", "w");
-
-	if (!f || fprintf(f, "-20") < 0 || fclose(f) != 0) {
-		warn("cannot raise the autogroup priority (%s): other load on the CPUs will show more",
-		     strerror(errno));
-		return;
-	}
-	if (setpriority(PRIO_PROCESS, 0, -20) < 0)
-		warn("cannot set nice -20: %s", strerror(errno));
-}
-
 static void target(const char *name, double value, double goal, bool at_least, const char *unit)
 {
 	bool met = !isnan(value) && (at_least ? value >= goal : value <= goal);
@@ -155,6 +136,26 @@ static void targets(void)
 	rep_section_end();
 }
 
+/* --payload: one of the sizes the throughput part measures */
+static int parse_payload(const char *s)
+{
+	uint64_t v;
+
+	if (!cli_parse_u64("--payload", s, 0, bench_payloads[NPAYLOADS - 1], CLI_SIZE, &v)) {
+		for (int i = 0; i < NPAYLOADS; i++)
+			if (bench_payloads[i] == v) {
+				bopt.payload = (long)v;
+				return 0;
+			}
+		fprintf(stderr, "evs-bench: --payload '%s' is not a payload size of the benchmark\n", s);
+	}
+	fprintf(stderr, "evs-bench: --payload: the sizes measured are");
+	for (int i = 0; i < NPAYLOADS; i++)
+		fprintf(stderr, "%s %zu", i ? "," : "", bench_payloads[i]);
+	fprintf(stderr, " (or 1K, 64K, 1M, 4M)\n");
+	return -EINVAL;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -166,6 +167,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	uint64_t v;
 	int opt;
 
 	bopt.ring_bytes = 64ull << 20;
@@ -175,8 +177,16 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'q': bopt.quick = true; break;
 		case 'j': bopt.json = true; break;
-		case 's': bopt.secs = atof(optarg); break;
-		case 'r': bopt.ring_bytes = strtoull(optarg, NULL, 10) << 20; break;
+		case 's':
+			if (cli_parse_double("--secs", optarg, 0.001, 3600, "seconds", &bopt.secs))
+				return 2;
+			break;
+		case 'r':
+			/* 8 MiB at least: the ring must hold a 4 MiB event */
+			if (cli_parse_u64("--ring-mb", optarg, 8, 65536, 0, &v))
+				return 2;
+			bopt.ring_bytes = v << 20;
+			break;
 		case 'p': bopt.plot_dir = optarg; break;
 		case 'd': bopt.drops_json = optarg; break;
 		case 'o':
@@ -189,31 +199,23 @@ int main(int argc, char **argv)
 			bopt.only = optarg;
 			break;
 		case 'v': bopt.variant = optarg; break;
-		case 'P': bopt.payload = atol(optarg); break;
-		case 'R': {
-			char *end;
-			long r = strtol(optarg, &end, 10);
-
-			if (*optarg == '\0' || *end || r < 1 || r > MAX_ROUNDS) {
-				fprintf(stderr, "evs-bench: --rounds '%s' is not allowed: use 1 to %d\n",
-					optarg, MAX_ROUNDS);
+		case 'P':
+			if (parse_payload(optarg))
 				return 2;
-			}
-			bopt.rounds = (int)r;
 			break;
-		}
+		case 'R':
+			if (cli_parse_u64("--rounds", optarg, 1, MAX_ROUNDS, 0, &v))
+				return 2;
+			bopt.rounds = (int)v;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (bopt.secs <= 0)
+	if (bopt.secs == 0)
 		bopt.secs = bopt.quick ? 0.15 : 0.5;
 	if (bopt.rounds == 0)
 		bopt.rounds = 3;
-	if (bopt.ring_bytes < (8ull << 20)) {
-		fprintf(stderr, "evs-bench: --ring-mb must be at least 8 (4 MiB events)\n");
-		return 2;
-	}
 	/* private runtime directory: never meet another producer's socket */
 	if (!getenv("EVSTREAM_RUNTIME_DIR")) {
 		static char dir[64];
@@ -222,13 +224,18 @@ int main(int argc, char **argv)
 		setenv("EVSTREAM_RUNTIME_DIR", dir, 1);
 	}
 	unsetenv("EVSTREAM_PRODUCER");
-	raise_priority();
+	bench_raise_priority();
 
 	rep_begin();
 	machine();
 #define PART(n) (!bopt.only || !strcmp(bopt.only, n))
-	/* the alternatives and limits come first: the ratios need them */
-	if (PART("limits") || PART("tput") || PART("lat"))
+	/* every part's single-threaded loops on the producer's CPU; the
+	 * two-thread runs pin their own threads (bench_pair) */
+	if (bench_pin(BENCH_CPU_PRODUCER))
+		warn("cannot pin to CPU %d: figures may move", BENCH_CPU_PRODUCER);
+	/* the ratios of tput and lat divide by limits measured in their own
+	 * rounds: this part is the overview */
+	if (PART("limits"))
 		limits_run();
 	if (PART("tput"))
 		tput_run();

@@ -39,13 +39,13 @@ const struct lat_case *lat_find(const char *name)
 static void *lt_producer(void *arg)
 {
 	struct lt *l = arg;
-	uint64_t t0 = bench_now() + 1000000;
+	uint64_t t0 = cli_now_ns() + 1000000;
 
 	for (uint64_t i = 0; i < l->n; i++) {
 		uint64_t slot = t0 + i * l->interval_ns, now;
 		void *d;
 
-		while ((now = bench_now()) < slot)
+		while ((now = cli_now_ns()) < slot)
 			cpu_relax();
 		if (now - slot > l->interval_ns)
 			l->late++;
@@ -67,7 +67,7 @@ static void *lt_consumer(void *arg)
 		int err = evs_consumer__peek(l->c, &rec);
 
 		if (err == 0) {
-			uint64_t now = bench_now();
+			uint64_t now = cli_now_ns();
 
 			hist_add(&l->h, now > rec.hdr.timestamp_ns ? now - rec.hdr.timestamp_ns : 0);
 			evs_consumer__release(l->c);
@@ -91,8 +91,10 @@ static void *lt_consumer(void *arg)
 	return NULL;
 }
 
-/* One run of a case; its samples are added to *h. */
-static int lt_one(bool sleep, double rate, struct hist *h, struct lat *out, uint64_t *late)
+/* One run of a case; its samples are added to *h. -1 with why set when
+ * it cannot run. */
+static int lt_one(bool sleep, double rate, struct hist *h, struct lat *out, uint64_t *late,
+		  char *why, size_t whylen)
 {
 	EVS_OPTS(evs_producer_opts, po, .ring_bytes = 8 << 20, .hugepages = EVS_HUGEPAGES_OFF);
 	struct lt l = { .sleep = sleep, .interval_ns = (uint64_t)(1e9 / rate) };
@@ -103,10 +105,13 @@ static int lt_one(bool sleep, double rate, struct hist *h, struct lat *out, uint
 		l.n = bopt.quick ? 100000 : 1000000;
 	hist_init(&l.h);
 	l.p = evs_producer__new(NULL, 1, &po);
-	if (!l.p)
+	if (!l.p) {
+		snprintf(why, whylen, "producer: %s", evs_errmsg()[0] ? evs_errmsg() : strerror(errno));
 		return -1;
+	}
 	l.c = evs_consumer__connect(NULL, 0, NULL);
 	if (!l.c) {
+		snprintf(why, whylen, "consumer: %s", evs_errmsg()[0] ? evs_errmsg() : strerror(errno));
 		evs_producer__free(l.p);
 		return -1;
 	}
@@ -130,7 +135,7 @@ struct lat_rounds {
 	struct hist h;
 	uint64_t late;
 	int n;
-	bool failed;
+	char failed[128];  /* why the case could not run, "" while it can */
 	struct lat limit[MAX_ROUNDS];
 	double r50[MAX_ROUNDS], r999[MAX_ROUNDS];
 };
@@ -145,10 +150,8 @@ static void lat_round(size_t k, struct lat_rounds *lr)
 		limit_efd_wake(limit, false);
 	else
 		limit_line_oneway(limit);
-	if (lt_one(sleep, cases[k].rate, &lr->h, &l, &lr->late) < 0) {
-		lr->failed = true;
+	if (lt_one(sleep, cases[k].rate, &lr->h, &l, &lr->late, lr->failed, sizeof(lr->failed)) < 0)
 		return;
-	}
 	lr->r50[lr->n] = ratio(l.p50, limit->p50);
 	lr->r999[lr->n] = ratio(l.p999, limit->p50);
 	lr->n++;
@@ -180,7 +183,7 @@ static void lat_report(size_t k, struct lat_rounds *lr, FILE *dat)
 	bool sleep = cases[k].sleep;
 	struct lat_case *lc = nkept < 8 ? &kept[nkept++] : NULL;
 	struct lat l, limit;
-	double lo = NAN, hi = NAN;
+	double lo, hi;
 
 	if (!lc)
 		return;
@@ -188,12 +191,7 @@ static void lat_report(size_t k, struct lat_rounds *lr, FILE *dat)
 		 cases[k].rate / 1e3);
 	lat_from_hist(&l, &lr->h);
 	limit_median(lr, &limit);
-	for (int r = 0; r < lr->n; r++) {
-		lo = r == 0 || lr->r50[r] < lo ? lr->r50[r] : lo;
-		hi = r == 0 || lr->r50[r] > hi ? lr->r50[r] : hi;
-	}
-	lc->l = l;
-	lc->limit = limit;
+	min_max(lr->r50, lr->n, &lo, &hi);
 	lc->p50_x_limit = median(lr->r50, lr->n);
 	lc->p999_x_limit_p50 = median(lr->r999, lr->n);
 
@@ -248,7 +246,7 @@ void latency_run(void)
 	for (int r = 0; r < bopt.rounds; r++) {
 		progress("latency round %d of %d", r + 1, bopt.rounds);
 		for (size_t k = 0; k < NCASES; k++)
-			if (!lr[k].failed)
+			if (!lr[k].failed[0])
 				lat_round(k, &lr[k]);
 	}
 	progress_done();
@@ -258,9 +256,9 @@ void latency_run(void)
 	    "p99.9", "max", "p50 x lim", "p99.9 x");
 	rep_section("latency");
 	for (size_t k = 0; k < NCASES; k++) {
-		if (lr[k].failed || !lr[k].n) {
+		if (lr[k].failed[0] || !lr[k].n) {
 			warn("SKIP latency %s@%.0fk/s: %s", cases[k].sleep ? "sleeping" : "busy-poll",
-			     cases[k].rate / 1e3, evs_errmsg());
+			     cases[k].rate / 1e3, lr[k].failed[0] ? lr[k].failed : "no round ran");
 			continue;
 		}
 		lat_report(k, &lr[k], dat);

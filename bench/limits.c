@@ -12,18 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 
 #include "bench.h"
 
 static void *map_area(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	void *p = bench_area(len);
 
-	if (p == MAP_FAILED) {
-		warn("mmap %zu bytes: %s", len, strerror(errno));
+	if (!p)
 		exit(1);
-	}
 	return p;
 }
 
@@ -37,7 +34,7 @@ static struct tput memcpy_bw(size_t size, uint8_t *dst, size_t area, const uint8
 
 	if (!size)
 		return r;
-	t0 = bench_now();
+	t0 = cli_now_ns();
 	end = t0 + (uint64_t)(secs * 1e9);
 	do {
 		for (int k = 0; k < 16; k++) {
@@ -48,20 +45,20 @@ static struct tput memcpy_bw(size_t size, uint8_t *dst, size_t area, const uint8
 			off += step;
 			n++;
 		}
-		t1 = bench_now();
+		t1 = cli_now_ns();
 	} while (t1 < end);
 	return tput_of((double)n / ((double)(t1 - t0) / 1e9), size);
 }
 
 static double clock_cost(void)
 {
-	uint64_t t0 = bench_now(), x = 0;
+	uint64_t t0 = cli_now_ns(), x = 0;
 	const int n = 1000000;
 
 	for (int i = 0; i < n; i++)
-		x += bench_now();
+		x += cli_now_ns();
 	__asm__ __volatile__("" : : "r"(x));
-	return (double)(bench_now() - t0) / n;
+	return (double)(cli_now_ns() - t0) / n;
 }
 
 /* ------------------------------------------------- cache line ping-pong */
@@ -78,7 +75,7 @@ static void *pp_ping(void *arg)
 {
 	(void)arg;
 	for (uint64_t r = 0; r < pp.rounds; r++) {
-		uint64_t t0 = bench_now();
+		uint64_t t0 = cli_now_ns();
 
 		for (uint64_t k = 0; k < PP_BATCH; k++) {
 			uint64_t want = 2 * (r * PP_BATCH + k) + 2;
@@ -89,7 +86,7 @@ static void *pp_ping(void *arg)
 		}
 		/* one sample: the mean one-way time over a batch of round trips,
 		 * so the clock read is not part of it */
-		hist_add(&pp.h, (bench_now() - t0) / (2 * PP_BATCH));
+		hist_add(&pp.h, (cli_now_ns() - t0) / (2 * PP_BATCH));
 	}
 	return NULL;
 }
@@ -123,8 +120,8 @@ static void *ew_waker(void *arg)
 	(void)arg;
 	for (uint64_t i = 0; i < ew.n; i++) {
 		/* let the sleeper get back into the kernel and go idle */
-		bench_spin_until(bench_now() + ew.gap_ns);
-		uint64_t t0 = bench_now();
+		bench_spin_until(cli_now_ns() + ew.gap_ns);
+		uint64_t t0 = cli_now_ns();
 
 		atomic_store_explicit(&ew.sent_at, t0, memory_order_relaxed);
 		eventfd_write(ew.efd, 1);
@@ -150,7 +147,7 @@ static void *ew_sleeper(void *arg)
 			while (eventfd_read(ew.efd, &v) < 0)
 				;
 		}
-		hist_add(&ew.h, bench_now() - atomic_load_explicit(&ew.sent_at, memory_order_relaxed));
+		hist_add(&ew.h, cli_now_ns() - atomic_load_explicit(&ew.sent_at, memory_order_relaxed));
 		atomic_store_explicit(&ew.acked, i + 1, memory_order_release);
 	}
 	return NULL;
@@ -185,10 +182,10 @@ static struct {
 
 static void *hic_spin(void *arg)
 {
-	uint64_t t0 = bench_now(), prev = t0, end = t0 + (uint64_t)(hic.secs * 1e9), now;
+	uint64_t t0 = cli_now_ns(), prev = t0, end = t0 + (uint64_t)(hic.secs * 1e9), now;
 
 	(void)arg;
-	while ((now = bench_now()) < end) {
+	while ((now = cli_now_ns()) < end) {
 		if (now - prev >= 2000) {
 			hist_add(&hic.h, now - prev);
 			hic.lost_ns += now - prev;
@@ -207,15 +204,15 @@ static void *nothing(void *arg)
 /* How often and for how long a thread spinning on the consumer's CPU is
  * not running (interrupts, other tasks, the host): the floor under every
  * tail percentile of this run. */
-static void limit_hiccups(void)
+static void limit_hiccups(struct lat *gaps, double *lost, double *per_s)
 {
 	hic.secs = bopt.quick ? 0.3 : 1.0;
 	hic.lost_ns = hic.gaps = 0;
 	hist_init(&hic.h);
 	bench_pair(nothing, NULL, hic_spin, NULL);
-	lat_from_hist(&lim.hiccup, &hic.h);
-	lim.hiccup_lost = (double)hic.lost_ns / (hic.secs * 1e9);
-	lim.hiccup_per_s = (double)hic.gaps / hic.secs;
+	lat_from_hist(gaps, &hic.h);
+	*lost = (double)hic.lost_ns / (hic.secs * 1e9);
+	*per_s = (double)hic.gaps / hic.secs;
 }
 
 void limit_line_oneway(struct lat *out)
@@ -227,69 +224,79 @@ void limit_line_oneway(struct lat *out)
 	lat_from_hist(out, &pp.h);
 }
 
+#define MC_SRC_BYTES (4u << 20)
 static uint8_t *mc_dst, *mc_src;
+
+/* The destination (as large as the ring) and the source of the copies,
+ * made on first use: only the throughput and limits parts need them. */
+static void memcpy_areas(void)
+{
+	if (mc_dst)
+		return;
+	mc_dst = map_area(bopt.ring_bytes);
+	mc_src = map_area(MC_SRC_BYTES);
+	memset(mc_src, 0x5a, MC_SRC_BYTES);
+}
 
 struct tput limit_memcpy(size_t size)
 {
+	memcpy_areas();
 	return memcpy_bw(size, mc_dst, bopt.ring_bytes, mc_src, bopt.quick ? 0.1 : 0.3);
 }
 
 void limits_run(void)
 {
-	size_t area = bopt.ring_bytes;
-	uint8_t *dst = mc_dst = map_area(area), *src = mc_src = map_area(4 << 20);
-	double secs = bopt.quick ? 0.1 : 0.3;
+	struct lat line_oneway, efd_wake, efd_wake_poll, hiccup;
+	double clock_ns, memcpy_hot_gb_s, hiccup_lost, hiccup_per_s;
 
-	bench_pin(BENCH_CPU_PRODUCER);
-	memset(src, 0x5a, 4 << 20);
+	memcpy_areas();
 	say("\n== limits (same run, CPUs %d and %d)\n", BENCH_CPU_PRODUCER, BENCH_CPU_CONSUMER);
-	lim.clock_ns = clock_cost();
-	say("clock_gettime(CLOCK_MONOTONIC)   %8.1f ns per call\n", lim.clock_ns);
-	lim.memcpy_hot_gb_s = memcpy_bw(1 << 20, dst, 2 << 20, src, secs).gb_s;
-	say("memcpy 1 MiB within 2 MiB (cache)  %8.2f GB/s\n", lim.memcpy_hot_gb_s);
+	clock_ns = clock_cost();
+	say("clock_gettime(CLOCK_MONOTONIC)   %8.1f ns per call\n", clock_ns);
+	memcpy_hot_gb_s = memcpy_bw(1 << 20, mc_dst, 2 << 20, mc_src, bopt.quick ? 0.1 : 0.3).gb_s;
+	say("memcpy 1 MiB within 2 MiB (cache)  %8.2f GB/s\n", memcpy_hot_gb_s);
 
-	limit_line_oneway(&lim.line_oneway);
+	limit_line_oneway(&line_oneway);
 	say("cache line one-way (CPU0<->CPU1) p50 %6.1f ns  p99 %6.1f ns\n",
-	    lim.line_oneway.p50, lim.line_oneway.p99);
+	    line_oneway.p50, line_oneway.p99);
 
-	limit_hiccups();
+	limit_hiccups(&hiccup, &hiccup_lost, &hiccup_per_s);
 	say("CPU %d taken from a spinner        %6.3f%% of the time, %.0f gaps >= 2 us/s, p50 %.1f us, max %.0f us\n",
-	    BENCH_CPU_CONSUMER, lim.hiccup_lost * 100, lim.hiccup_per_s, lim.hiccup.p50 / 1e3,
-	    lim.hiccup.max / 1e3);
-	limit_efd_wake(&lim.efd_wake, false);
+	    BENCH_CPU_CONSUMER, hiccup_lost * 100, hiccup_per_s, hiccup.p50 / 1e3, hiccup.max / 1e3);
+	limit_efd_wake(&efd_wake, false);
 	say("eventfd wake, blocked read()     p50 %6.0f ns  p99 %6.0f ns  p99.9 %6.0f ns\n",
-	    lim.efd_wake.p50, lim.efd_wake.p99, lim.efd_wake.p999);
-	limit_efd_wake(&lim.efd_wake_poll, true);
+	    efd_wake.p50, efd_wake.p99, efd_wake.p999);
+	limit_efd_wake(&efd_wake_poll, true);
 	say("eventfd wake, poll()             p50 %6.0f ns  p99 %6.0f ns  p99.9 %6.0f ns\n",
-	    lim.efd_wake_poll.p50, lim.efd_wake_poll.p99, lim.efd_wake_poll.p999);
+	    efd_wake_poll.p50, efd_wake_poll.p99, efd_wake_poll.p999);
 
 	rep_section("limits");
 	rep_obj_begin();
 	rep_str("name", "clock_gettime_ns");
-	rep_num("value", lim.clock_ns);
+	rep_num("value", clock_ns);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "memcpy_hot");
 	rep_int("payload", 1 << 20);
-	rep_num("gb_s", lim.memcpy_hot_gb_s);
+	rep_num("gb_s", memcpy_hot_gb_s);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "cacheline_oneway");
-	rep_lat("lat", &lim.line_oneway);
+	rep_lat("lat", &line_oneway);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "cpu_stolen_from_spinner");
-	rep_num("fraction_lost", lim.hiccup_lost);
-	rep_num("gaps_per_s", lim.hiccup_per_s);
-	rep_lat("gaps_2us_plus", &lim.hiccup);
+	rep_num("fraction_lost", hiccup_lost);
+	rep_num("gaps_per_s", hiccup_per_s);
+	rep_lat("gaps_2us_plus", &hiccup);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "eventfd_wake_read");
-	rep_lat("lat", &lim.efd_wake);
+	rep_lat("lat", &efd_wake);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "eventfd_wake_poll");
-	rep_lat("lat", &lim.efd_wake_poll);
+	rep_lat("lat", &efd_wake_poll);
 	rep_obj_end();
 	rep_section_end();
 }

@@ -190,9 +190,10 @@ struct variant {
 	bool no_ts;
 };
 
-/* -1 when the variant cannot run here (said loudly), else 0. */
+/* -1 with why set when the variant cannot run here, else 0. */
 static int tp_one(const struct variant *v, size_t size, const uint8_t *src, struct tput *out,
-		  uint64_t *retries, uint64_t *ring_bytes, double *empty_per_event)
+		  uint64_t *retries, uint64_t *ring_bytes, double *empty_per_event,
+		  char *why, size_t whylen)
 {
 	EVS_OPTS(evs_producer_opts, po, .ring_bytes = bopt.ring_bytes,
 		 .max_events = bopt.ring_bytes / 64,
@@ -204,25 +205,26 @@ static int tp_one(const struct variant *v, size_t size, const uint8_t *src, stru
 	memset(out, 0, sizeof(*out));
 	t.p = evs_producer__new(NULL, 1, &po);
 	if (!t.p) {
-		warn("SKIP %s/%s %zu B: producer: %s", path_names[v->path], v->huge ? "huge" : "normal",
-		     size, evs_errmsg()[0] ? evs_errmsg() : strerror(errno));
+		snprintf(why, whylen, "producer: %s", evs_errmsg()[0] ? evs_errmsg() : strerror(errno));
 		return -1;
 	}
 	if (v->path == P_COPY) {
-		if (nrt_debug_client_connect(0, &t.nrt_fd) != NRT_SUCCESS) {
-			warn("nrt_debug_client_connect failed");
+		NRT_STATUS st = nrt_debug_client_connect(0, &t.nrt_fd);
+
+		if (st != NRT_SUCCESS) {
+			snprintf(why, whylen, "nrt_debug_client_connect: status %d", (int)st);
 			evs_producer__free(t.p);
 			return -1;
 		}
 	} else {
 		t.c = evs_consumer__connect(NULL, 0, NULL);
 		if (!t.c) {
-			warn("consumer: %s", evs_errmsg());
+			snprintf(why, whylen, "consumer: %s", evs_errmsg()[0] ? evs_errmsg() : strerror(errno));
 			evs_producer__free(t.p);
 			return -1;
 		}
 	}
-	run_start(&t.run, bopt.secs / 4, bopt.secs);
+	run_start(&t.run);
 	bench_pair(tp_producer, &t, tp_consumer, &t);
 	evs_producer__stats(t.p, 0, &st);
 	*ring_bytes = st.ring_bytes;
@@ -290,8 +292,8 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 			  bool *huge_skipped)
 {
 	pr->memcpy_ev[r] = size ? limit_memcpy(size).ev_s : 0;
-	pr->pipe[r] = alt_measure(false, size).ev_s;
-	pr->sock[r] = alt_measure(true, size).ev_s;
+	pr->pipe[r] = alt_measure(false, size, src).ev_s;
+	pr->sock[r] = alt_measure(true, size, src).ev_s;
 	pr->bare[r] = bare_measure(size, src).ev_s;
 	for (size_t k = 0; k < NVARIANTS; k++) {
 		const struct variant *v = &variants[k];
@@ -307,9 +309,8 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 				 "huge pages could not be had for an earlier variant");
 			continue;
 		}
-		if (tp_one(v, size, src, &t, &retries, &ring, &empty) < 0) {
-			snprintf(pr->skipped[k], sizeof(pr->skipped[k]), "%s",
-				 evs_errmsg()[0] ? evs_errmsg() : "cannot run here");
+		if (tp_one(v, size, src, &t, &retries, &ring, &empty, pr->skipped[k],
+			   sizeof(pr->skipped[k])) < 0) {
 			*huge_skipped |= v->huge;
 			continue;
 		}
@@ -321,8 +322,14 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 	}
 }
 
-static void report_variant(const struct payload_rounds *pr, size_t k, int rounds, int i, size_t size,
-			   FILE *dat)
+/* The medians over the rounds of what one payload size's variants are
+ * compared with. */
+struct payload_limits {
+	struct tput memcpy, pipe, sock, bare;
+};
+
+static void report_variant(const struct payload_rounds *pr, size_t k, int rounds,
+			   const struct payload_limits *pl, size_t size, FILE *dat)
 {
 	const struct variant *v = &variants[k];
 	char name[64];
@@ -333,15 +340,12 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	double xb = paired_ratio(pr->ev[k], pr->bare, rounds);
 	/* same bytes per event on both sides: the events/s ratio is the GB/s one */
 	double xm = size ? paired_ratio(pr->ev[k], pr->memcpy_ev, rounds) : NAN;
-	double lo = INFINITY, hi = 0;
+	double q[MAX_ROUNDS], lo, hi;
 
 	variant_name(v, name, sizeof(name));
-	for (int r = 0; r < rounds; r++) {
-		double q = ratio(pr->ev[k][r], pr->pipe[r]);
-
-		lo = q < lo ? q : lo;
-		hi = q > hi ? q : hi;
-	}
+	for (int r = 0; r < rounds; r++)
+		q[r] = ratio(pr->ev[k][r], pr->pipe[r]);
+	min_max(q, rounds, &lo, &hi);
 	if (nkept < MAX_KEPT) {
 		snprintf(kept[nkept].name, sizeof(kept[nkept].name), "%s", name);
 		kept[nkept].payload = size;
@@ -366,10 +370,12 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	rep_num("x_socket", xs);
 	rep_num("x_bare_ring", xb);
 	rep_num("x_memcpy", xm);
-	rep_num("memcpy_gb_s", size ? lim.memcpy_bw[i].gb_s : NAN);
-	rep_num("pipe_events_s", lim.pipe[i].ev_s);
-	rep_num("socket_events_s", lim.sock[i].ev_s);
-	rep_num("bare_ring_events_s", lim.bare[i].ev_s);
+	/* the figures the ratios divide by, on every row so that a row reads
+	 * alone (bench/table.py takes them from the rows) */
+	rep_num("memcpy_gb_s", size ? pl->memcpy.gb_s : NAN);
+	rep_num("pipe_events_s", pl->pipe.ev_s);
+	rep_num("socket_events_s", pl->sock.ev_s);
+	rep_num("bare_ring_events_s", pl->bare.ev_s);
 	rep_int("ring_full_retries", pr->retries[k]);
 	/* how closely the consumer follows: near 0 it reads from behind, near
 	 * or above 1 it waits on every record (docs/benchmarks.md) */
@@ -377,7 +383,7 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	rep_obj_end();
 	if (dat)
 		fprintf(dat, "%s %zu %.6g %.6g %.6g %.6g %.6g\n", name, size, t.ev_s, t.gb_s,
-			lim.memcpy_bw[i].gb_s, lim.pipe[i].gb_s, lim.sock[i].gb_s);
+			pl->memcpy.gb_s, pl->pipe.gb_s, pl->sock.gb_s);
 }
 
 static void report_limit(const char *name, const struct tput *t, size_t size, const char *col)
@@ -408,6 +414,7 @@ void tput_run(void)
 	rep_section("throughput");
 	for (int i = 0; i < NPAYLOADS; i++) {
 		size_t size = bench_payloads[i];
+		struct payload_limits pl;
 
 		if (bopt.payload >= 0 && (size_t)bopt.payload != size)
 			continue;
@@ -417,17 +424,17 @@ void tput_run(void)
 			measure_round(pr, r, size, src, &huge_skipped);
 		}
 		progress_done();
-		lim.memcpy_bw[i] = tput_of(median(pr->memcpy_ev, rounds), size);
-		lim.pipe[i] = tput_of(median(pr->pipe, rounds), size);
-		lim.sock[i] = tput_of(median(pr->sock, rounds), size);
-		lim.bare[i] = tput_of(median(pr->bare, rounds), size);
+		pl.memcpy = tput_of(median(pr->memcpy_ev, rounds), size);
+		pl.pipe = tput_of(median(pr->pipe, rounds), size);
+		pl.sock = tput_of(median(pr->sock, rounds), size);
+		pl.bare = tput_of(median(pr->bare, rounds), size);
 		say("\n%-26s %8s %13s %8s %9s %9s %9s %9s\n", "payload / path/pages", "bytes", "events/s",
 		    "GB/s", "x pipe", "x socket", "x bare", "x memcpy");
 		if (size)
-			report_limit("  limit: memcpy", &lim.memcpy_bw[i], size, "memcpy");
-		report_limit("  limit: bare SPSC ring", &lim.bare[i], size, "bare");
-		report_limit("  alternative: pipe", &lim.pipe[i], size, "pipe");
-		report_limit("  alternative: socket", &lim.sock[i], size, "socket");
+			report_limit("  limit: memcpy", &pl.memcpy, size, "memcpy");
+		report_limit("  limit: bare SPSC ring", &pl.bare, size, "bare");
+		report_limit("  alternative: pipe", &pl.pipe, size, "pipe");
+		report_limit("  alternative: socket", &pl.sock, size, "socket");
 		for (size_t k = 0; k < NVARIANTS; k++) {
 			if (pr->skipped[k][0]) {
 				char name[64];
@@ -442,20 +449,8 @@ void tput_run(void)
 				continue;
 			}
 			if (pr->run[k])
-				report_variant(pr, k, rounds, i, size, dat);
+				report_variant(pr, k, rounds, &pl, size, dat);
 		}
-	}
-	rep_section_end();
-	alternatives_report();
-	rep_section("memcpy");
-	for (int i = 0; i < NPAYLOADS; i++) {
-		if (!lim.memcpy_bw[i].ok)
-			continue;
-		rep_obj_begin();
-		rep_int("payload", bench_payloads[i]);
-		rep_int("area_bytes", bopt.ring_bytes);
-		rep_num("gb_s", lim.memcpy_bw[i].gb_s);
-		rep_obj_end();
 	}
 	rep_section_end();
 	if (dat)

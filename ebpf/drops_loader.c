@@ -140,7 +140,9 @@ static int file_exists(const char *p)
 #define MULTIARCH_LIBDIR "/usr/lib/"
 #endif
 
-int evs_drops__default_binary(char *buf, size_t len)
+/* The library to attach to when none is given: the one built next to the
+ * running program, else an installed one. */
+static int default_binary(char *buf, size_t len)
 {
 	static const char *const rel[] = {
 		"libevstream.so",            /* build/evs-drops next to build/libevstream.so */
@@ -361,7 +363,7 @@ struct evs_drops *evs_drops__open(const struct evs_drops_opts *opts)
 	} else if (pid) {
 		err = binary_of_pid(pid, d->binary, sizeof(d->binary));
 	} else {
-		err = evs_drops__default_binary(d->binary, sizeof(d->binary));
+		err = default_binary(d->binary, sizeof(d->binary));
 	}
 	if (err)
 		goto err_free;

@@ -54,10 +54,6 @@ int evs_drops__lookup(const struct evs_drops *d, pid_t pid, unsigned int core,
  */
 int evs_drops__unpin(const char *pin_dir);
 
-/* The library evs-drops attaches to when none is given: the one built next
- * to the running program, else an installed one. */
-int evs_drops__default_binary(char *buf, size_t len);
-
 /* Whether BPF can be used here at all; 0 or -errno with evs_drops__errmsg()
  * saying why (not root, bpffs, BTF). */
 int evs_drops__check_env(const char *pin_dir);

@@ -4,14 +4,14 @@
 # library sources are compiled into each target with the same sanitizers.
 FUZZ_CC      ?= clang
 FUZZ_TIME    ?= 60
-FUZZ_JOBS    ?= 1
 FUZZ_TARGETS := consumer producer
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
 	-D_GNU_SOURCE -Iinclude -Itransport -Wall -Wextra -Werror
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
-$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRCS) $(wildcard transport/*.h)
+# clang and its libFuzzer runtime come from deps (order-only: no rebuilds)
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRCS) $(wildcard transport/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(LIB_SRCS) -o $@ -lpthread
 

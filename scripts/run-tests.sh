@@ -3,6 +3,7 @@
 # a closing line "tests: N passed, N failed, N skipped" over all of them.
 # Exit status: 0 only when nothing failed.
 set -u
+[ $# -gt 0 ] || { echo "run-tests: no tests to run" >&2; exit 1; }
 passed=0 failed=0 skipped=0 bad=()
 for t in "$@"; do
   echo "=== $t"
@@ -29,6 +30,6 @@ for t in "$@"; do
 done
 echo
 [ ${#bad[@]} -gt 0 ] && printf 'FAILED: %s\n' "${bad[@]}"
-grep -h '^SKIP' /dev/null >/dev/null
 echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ $((passed + failed + skipped)) -gt 0 ] || { echo "run-tests: no test ran" >&2; exit 1; }
 [ ${#bad[@]} -eq 0 ] && [ "$failed" -eq 0 ]

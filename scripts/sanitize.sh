@@ -9,8 +9,8 @@
 #
 # SUITE is a suite name (test_ring) or a path; without any, each mode runs
 # its default list below. Heavy suites get smaller counts through the
-# environment (EVS_STRESS_EVENTS, EVS_CRASHLOOP_ITERS) and are left out of
-# valgrind. Exit status: non-zero when anything failed or was reported.
+# environment (EVS_STRESS_EVENTS; EVS_CRASHLOOP_ITERS under TSan) and are
+# left out of valgrind. Exit status: non-zero when anything failed or was reported.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,13 +18,19 @@ mode=${1:-}
 shift || true
 JOBS=${JOBS:-2}
 
-# Suites present in this tree (a suite that does not exist yet is skipped).
+# Suites present in this tree.
 all_suites() { ls tests/test_*.c 2>/dev/null | sed -e 's|tests/||' -e 's|\.c$||'; }
-pick() { # pick BUILD NAME... -> paths of the suites that exist
-  local b=$1; shift
+pick() { # pick BUILD NAME... -> picked=(paths); an unknown name ends the run
+  local b=$1 s; shift
+  picked=()
   for s in "$@"; do
     s=${s##*/}
-    [ -f "tests/$s.c" ] || [ -f "$b/tests/$s" ] && echo "$b/tests/$s"
+    if [ -f "tests/$s.c" ] || [ -f "$b/tests/$s" ]; then
+      picked+=("$b/tests/$s")
+    else
+      echo "sanitize: no suite named '$s' (no tests/$s.c)" >&2
+      exit 2
+    fi
   done
 }
 except() { # except NAME... : all suites but those
@@ -39,13 +45,13 @@ build() { # build DIR CC CFLAGS
 case $mode in
 asan)
   flags="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-  build build-asan "${SAN_CC:-gcc}" "$flags" || exit 1
   suites=("$@"); [ ${#suites[@]} -gt 0 ] || suites=($(all_suites))
+  pick build-asan "${suites[@]}"
+  build build-asan "${SAN_CC:-gcc}" "$flags" || exit 1
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:halt_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   export EVS_STRESS_EVENTS=${EVS_STRESS_EVENTS:-1000000}
-  export EVS_CRASHLOOP_ITERS=${EVS_CRASHLOOP_ITERS:-200}
-  bash scripts/run-tests.sh $(pick build-asan "${suites[@]}")
+  bash scripts/run-tests.sh "${picked[@]}"
   ;;
 tsan)
   # the suites that run producer and consumer on different threads
@@ -53,38 +59,53 @@ tsan)
   # the fence is inlined into a caller); the fences are there for the
   # wakeup protocol, which the suites check under every other build
   flags="-O1 -g -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan"
-  build build-tsan "${SAN_CC:-gcc}" "$flags" || exit 1
   suites=("$@"); [ ${#suites[@]} -gt 0 ] || suites=($(except test_permissions))
+  pick build-tsan "${suites[@]}"
+  build build-tsan "${SAN_CC:-gcc}" "$flags" || exit 1
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
   export EVS_STRESS_EVENTS=${EVS_STRESS_EVENTS:-1000000}
   export EVS_CRASHLOOP_ITERS=${EVS_CRASHLOOP_ITERS:-50}
-  bash scripts/run-tests.sh $(pick build-tsan "${suites[@]}")
+  bash scripts/run-tests.sh "${picked[@]}"
   ;;
 valgrind)
   # memcheck over the unit suites. Left out: the 10M-event stress and the
   # kill loops (hundreds of forks; both run under ASan), and the BPF suite
   # (its uprobe turns the probed instruction into int3, which valgrind's
   # translated code cannot take).
-  make --no-print-directory -s -j"$JOBS" tests >/dev/null || exit 1
   suites=("$@"); [ ${#suites[@]} -gt 0 ] || suites=($(except test_stress test_crashloop test_bpf))
+  pick build "${suites[@]}"
+  make --no-print-directory -s -j"$JOBS" tests >/dev/null || exit 1
   export EVS_STRESS_EVENTS=${EVS_STRESS_EVENTS:-100000}
   # the tests run in the suite's own process (CK_FORK=no) so that memcheck
-  # watches them. Memory errors fail any process; leaks count only in that
-  # process: the peer processes the tests fork _exit holding what their
-  # parent allocated.
+  # watches them. Memory errors fail any process, also a forked peer that
+  # was SIGKILLed before it could print its ERROR SUMMARY: each error report
+  # line counts. Leaks count only in the test process: the peer processes
+  # the tests fork _exit holding what their parent allocated.
+  # CK_FORK=no also turns off Check's per-test timeouts: timeout(1) bounds
+  # each suite instead (and kills its process group: forked peers too).
   export CK_FORK=no
+  limit=${EVS_VALGRIND_TIMEOUT:-900}
+  errors='ERROR SUMMARY: [1-9]|^==[0-9]+== (Invalid |Conditional jump'
+  errors+='|Syscall param|Mismatched free|Use of uninitialised|Source and destination overlap'
+  errors+='|Argument .* of function .* has a fishy)'
   wrap=$(mktemp -d)
-  for t in $(pick build "${suites[@]}"); do
+  for t in "${picked[@]}"; do
     cat >"$wrap/${t##*/}" <<EOT
 #!/bin/bash
 logs=\$(mktemp -d)
-valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=none \\
+# in the background: its pid names the test process's parent in the logs
+timeout -k 10 $limit valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=none \\
   --show-leak-kinds=definite \\
-  --log-file=\$logs/%p.log "$PWD/$t" "\$@"
+  --log-file=\$logs/%p.log "$PWD/$t" "\$@" &
+top=\$!
+wait \$top
 rc=\$?
+[ \$rc -eq 124 ] || [ \$rc -eq 137 ] && echo "valgrind: ${t##*/} did not finish within $limit s"
 for l in \$logs/*.log; do
-  if grep -qE 'ERROR SUMMARY: [1-9]' \$l; then echo "valgrind: errors in \${l##*/}"; cat \$l; fi
-  if grep -q "Parent PID: \$\$\$" \$l && grep -qE 'definitely lost: [1-9]' \$l; then
+  if grep -qE '$errors' \$l; then
+    echo "valgrind: errors in \${l##*/}"; cat \$l; [ \$rc -ne 0 ] || rc=99
+  fi
+  if grep -q "Parent PID: \$top\$" \$l && grep -qE 'definitely lost: [1-9]' \$l; then
     echo "valgrind: definite leak in the test process"; cat \$l; rc=98
   fi
 done

@@ -6,6 +6,7 @@
  * BTF and uprobes; skips loudly otherwise. Pins go to a directory unique to
  * the test process, never to /sys/fs/bpf/evstream.
  */
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <signal.h>
@@ -519,23 +520,30 @@ START_TEST(test_tool_errors_say_what_to_do)
 		      "%s", out);
 	rmdir(tmp);
 
-	/* without privileges (when setpriv can drop them) */
-	if (access("/usr/bin/setpriv", X_OK) == 0) {
-		snprintf(cmd, sizeof(cmd), "/usr/bin/setpriv --reuid=65534 --regid=65534 "
-			 "--clear-groups --inh-caps=-all %s --once -d %s 2>&1", tool_path(),
-			 pin_dir("err"));
-		ck_assert_int_ne(run(cmd, out, sizeof(out)), 0);
-		ck_assert_msg(strstr(out, "needs root, or CAP_BPF"), "%s", out);
-	}
+	/* without privileges (setpriv: util-linux, which scripts/deps.sh installs) */
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid=65534 --regid=65534 "
+		 "--clear-groups --inh-caps=-all %s --once -d %s 2>&1", tool_path(),
+		 pin_dir("err"));
+	ck_assert_int_ne(run(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "needs root, or CAP_BPF"), "%s", out);
 
-	/* a process without the library */
+	/* a process without the library: asked about once it has exec'd, which
+	 * closes its end of the O_CLOEXEC pipe (read gives EOF); before that it
+	 * is a copy of this process, library included */
+	int execd[2];
+	char ch;
+
+	ck_assert_int_eq(pipe2(execd, O_CLOEXEC), 0);
 	pid_t pid = fork();
 	ck_assert(pid >= 0);
 	if (pid == 0) {
+		close(execd[0]);
 		execl("/bin/sleep", "sleep", "30", (char *)NULL);
 		_exit(127);
 	}
-	usleep(100 * 1000);
+	close(execd[1]);
+	ck_assert_int_eq(read(execd[0], &ch, 1), 0);
+	close(execd[0]);
 	snprintf(cmd, sizeof(cmd), "%s --once --pid %d -d %s 2>&1", tool_path(), (int)pid,
 		 pin_dir("err"));
 	int rc = run(cmd, out, sizeof(out));

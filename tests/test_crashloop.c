@@ -202,7 +202,8 @@ static struct evs_producer *make_producer(const char *name, int mode)
 	return evs_producer__new(name, 1, &o);
 }
 
-/* Huge pages for this mode, or a loud skip reason. A named producer with
+/* Huge pages for this mode, or a loud skip reason when the machine is
+ * short of them (any other failure fails). A named producer with
  * a consumer is made and freed once first, so that what stays cached after
  * the first use (the server thread's stack and malloc arena) is part of the
  * footprint the loop is compared with. */
@@ -212,16 +213,12 @@ static bool mode_available(int mode)
 	struct evs_consumer *c;
 
 	p = make_producer(evs_test_name("warm"), mode);
-	if (p) {
-		c = evs_consumer__connect(evs_test_name("warm"), 0, NULL);
-		evs_consumer__free(c);
-	}
-	ck_assert_msg(p || mode, "producer: %s", evs_errmsg());
-	if (!p) {
-		printf("SKIP %s: no 2 MiB huge page could be had (%s); HugePages_Free=%ld\n",
-		       evs_mode_name(mode), evs_errmsg(), evs_hugepages_free());
+	if (!p && mode && evs_hugepages_short("crashloop hugepages", errno, 1))
 		return false;
-	}
+	ck_assert_msg(p, "producer: %s", evs_errmsg());
+	c = evs_consumer__connect(evs_test_name("warm"), 0, NULL);
+	ck_assert_msg(c, "consumer: %s", evs_errmsg());
+	evs_consumer__free(c);
 	evs_producer__free(p);
 	return true;
 }
@@ -249,12 +246,8 @@ static void producer_child(const char *name, int mode, int ready_fd, _Atomic uin
 	if (!p || write(ready_fd, &c, 1) != 1)
 		_exit(2);
 	/* emit only once the consumer is there: no no_consumer gaps */
-	for (int i = 0; i < 200000; i++) {
-		evs_producer__stats(p, 0, &st);
-		if (st.connected)
-			break;
-		usleep(50);
-	}
+	if (!evs_wait_connected(p, 0, 1, 10000))
+		_exit(5);
 	for (uint64_t seq = 0;; seq++) {
 		size_t size = size_of_seq(seq);
 		int err;
@@ -538,15 +531,14 @@ static void consumer_killed_once(struct emitter *e, const char *name, uint32_t i
 	}
 	kill_and_reap(pid);
 	close(pfd[0]);
-	/* the producer notices, and keeps emitting meanwhile */
+	/* the producer notices, and keeps emitting meanwhile (the test case's
+	 * timeout bounds the wait; the time is only reported) */
 	{
 		uint64_t t0 = now_ns(), t;
 
-		while (connected(e->p) && now_ns() - t0 < 1000000000ull)
+		while (connected(e->p))
 			emit_one(e);
 		t = now_ns() - t0;
-		ck_assert_msg(!connected(e->p), "producer still thinks consumer %u is attached",
-			      iter);
 		if (t > *worst_notice_ns)
 			*worst_notice_ns = t;
 		ck_assert_int_eq(emit_one(e), -ENOTCONN);

@@ -119,12 +119,10 @@ START_TEST(test_consumer_rejects_prod_pos_going_back)
 	struct evs_record r;
 
 	emit_n(3, 16);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
 		ck_assert_int_eq(evs_consumer__release(fx.c), 0);
 	}
-	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
-	ck_assert_int_eq(evs_consumer__release(fx.c), 0);
 	WRITE_ONCE(&fx.s->prod->prod_pos, 80); /* behind what we consumed */
 	assert_broken();
 }

@@ -16,7 +16,6 @@ $(BUILD)/tests/%: tests/%.c tests/helpers.h $(BUILD)/libevstream.so
 
 .PHONY: tests test test-only
 # $$(TESTS): expanded after every fragment has added to TESTS
-.SECONDEXPANSION:
 tests: lib $$(TESTS)
 
 # `make test`: packages, huge pages, build, then every suite (SUITES=... to pick).

@@ -8,8 +8,6 @@ DUMP_CFLAGS := $(filter-out -MMD -MP,$(ALL_CFLAGS)) -Itools
 
 PROGRAMS     += $(BUILD)/evs-dump $(BUILD)/evs-demo
 INSTALL_BINS += $(BUILD)/evs-dump $(BUILD)/evs-demo
-# install's prerequisites were read before this fragment: name ours here
-install: $(BUILD)/evs-dump $(BUILD)/evs-demo
 
 DUMP_DIR ?= dump
 DEMO_SECONDS ?= 3
@@ -33,9 +31,10 @@ demo: deps check-env
 	@BUILD=$(BUILD) DUMP_DIR=$(DUMP_DIR) DEMO_SECONDS=$(DEMO_SECONDS) bash scripts/demo.sh
 
 # Unit suite for the .npy writer and the payload reader.
-TEST_CFLAGS_test_dump_npy := -Itools tools/npy.c tools/tensor_event.c tools/preview.c tools/jsonl.c
+NPY_TEST_SRCS := tools/npy.c tools/tensor_event.c tools/preview.c tools/jsonl.c
+TEST_CFLAGS_test_dump_npy := -Itools $(NPY_TEST_SRCS)
 TEST_LDLIBS_test_dump_npy := -lm
-$(BUILD)/tests/test_dump_npy: tools/npy.c tools/tensor_event.c tools/preview.c tools/jsonl.c $(DUMP_HDRS)
+$(BUILD)/tests/test_dump_npy: $(NPY_TEST_SRCS) $(DUMP_HDRS)
 
 # End to end through the real processes (tests/dump/lib.sh is their helper).
 DUMP_E2E := $(filter-out tests/dump/lib.sh,$(sort $(wildcard tests/dump/*.sh)))
