@@ -174,8 +174,6 @@ void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * --plot-dir (or when it cannot be written, said loudly). */
 FILE *plot_open(const char *file, const char *header);
 double ratio(double a, double b);
-/* As json_get_u64() of tools/jsonl.h, for a number: 0, -ENOENT, -EINVAL. */
-int json_get_double(const char *line, const char *key, double *v);
 /* The median of n values; NAN for none. */
 double median(const double *v, int n);
 /* The lowest and highest of n values, NANs left out; NAN when none is left. */

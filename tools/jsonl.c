@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +80,20 @@ int json_get_u64(const char *line, const char *key, uint64_t *v)
 	errno = 0;
 	*v = strtoull(p, &end, 10);
 	return errno ? -EINVAL : 0;
+}
+
+int json_get_double(const char *line, const char *key, double *v)
+{
+	const char *p = find_value(line, key);
+	char *end;
+
+	if (!p)
+		return -ENOENT;
+	if (*p != '-' && (*p < '0' || *p > '9'))
+		return -EINVAL;
+	errno = 0;
+	*v = strtod(p, &end);
+	return errno || end == p || isnan(*v) ? -EINVAL : 0;
 }
 
 int json_get_str(const char *line, const char *key, char *buf, size_t len)

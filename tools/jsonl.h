@@ -13,6 +13,7 @@ void json_put_str(FILE *f, const char *s);
 /* The value of "key" in a one-line object: 0, or -ENOENT if absent, -EINVAL
  * if it has the wrong type. Strings come back still escaped. */
 int json_get_u64(const char *line, const char *key, uint64_t *v);
+int json_get_double(const char *line, const char *key, double *v);
 int json_get_str(const char *line, const char *key, char *buf, size_t len);
 int json_get_u64_array(const char *line, const char *key, uint64_t *v, uint32_t max, uint32_t *n);
 /* 1 if "key" is null, 0 if it is something else, -ENOENT if absent. */
