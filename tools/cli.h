@@ -3,8 +3,9 @@
  * What the command-line tools share: option values parsed strictly (the
  * whole string, range checked) with an error that names the option, the
  * value and what is allowed; the monotonic clock; connecting to a producer
- * that may not be there yet, and waiting for consumers that may not be. Header only: each tool is built from a few
- * sources, and an unused static inline costs nothing.
+ * that may not be there yet, and waiting for consumers that may not be.
+ * Header only: each tool is built from a few sources, and an unused static
+ * inline costs nothing.
  */
 #ifndef EVS_TOOLS_CLI_H
 #define EVS_TOOLS_CLI_H
