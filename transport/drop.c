@@ -15,6 +15,8 @@
  * by less than one batch otherwise. The batching bookkeeping runs whether or
  * not anything is attached; only the report itself checks the semaphore.
  */
+#include <errno.h>
+
 #include "internal.h"
 #include "probes.h"
 
@@ -26,9 +28,13 @@ EVS_PROBE_DEFINE(disconnect);
 EVS_PROBE_DEFINE(wakeup);
 
 /* Out of line and cold: one probe site (so one uprobe), and the drop path
- * keeps only the calls. */
+ * keeps only the calls. The batch is what the cause's counters gained
+ * since the last report, so a drop itself keeps no batch sums. */
 __attribute__((noinline, cold)) static void drop_report(struct evs_stream *s)
 {
+	int cause = s->burst_cause;
+	uint64_t events = s->dropped_events[cause] - s->batch_events0;
+
 	if (EVS_PROBE_ENABLED(drop)) {
 		uint64_t total = 0;
 
@@ -36,41 +42,71 @@ __attribute__((noinline, cold)) static void drop_report(struct evs_stream *s)
 			total += s->dropped_events[i];
 		/* first: no batch of this run was reported yet, so a tracer can
 		 * count runs (bursts) and not just batches */
-		EVS_PROBE6(drop, s->core, s->burst_pending, s->burst_bytes, s->burst_cause,
-			   total, (int)(s->burst_pending == s->burst_events));
+		EVS_PROBE6(drop, s->core, events, s->dropped_bytes[cause] - s->batch_bytes0, cause,
+			   total, (int)(events == s->burst_events));
 	}
-	s->burst_pending = 0;
-	s->burst_bytes = 0;
+	s->batch_events0 = s->dropped_events[cause];
+	s->batch_bytes0 = s->dropped_bytes[cause];
 }
 
-void evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause)
+/*
+ * The cold ends of evs_stream_drop() are tail calls that return its
+ * error: the drop path then keeps nothing live across a call, and saves
+ * no registers.
+ */
+__attribute__((noinline, cold)) static int drop_batch_full(struct evs_stream *s, int err)
 {
-	/* a batch has one cause: report what came before a change */
-	if (unlikely(s->burst_pending && cause != s->burst_cause))
-		drop_report(s);
+	drop_report(s);
+	return err;
+}
 
+/* The batch changes cause: report the one before, start one of the new,
+ * and count the drop. */
+__attribute__((noinline, cold)) static int drop_new_cause(struct evs_stream *s, uint64_t bytes,
+							  int cause)
+{
+	if (s->dropped_events[s->burst_cause] != s->batch_events0)
+		drop_report(s);
+	s->burst_cause = cause;
+	s->batch_events0 = s->dropped_events[cause];
+	s->batch_bytes0 = s->dropped_bytes[cause];
+	return evs_stream_drop(s, bytes, cause);
+}
+
+int evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause)
+{
+	static const int err_of[EVS_DROP_CAUSE_COUNT] = {
+		[EVS_DROP_RING_FULL] = -ENOBUFS,
+		[EVS_DROP_TOO_BIG] = -EMSGSIZE,
+		[EVS_DROP_NO_CONSUMER] = -ENOTCONN,
+	};
+	struct evs_shm_prod *prod = s->prod;
+	uint64_t events, total_bytes;
+
+	/* a batch has one cause */
+	if (unlikely(cause != s->burst_cause))
+		return drop_new_cause(s, bytes, cause);
+
+	events = ++s->dropped_events[cause];
+	total_bytes = s->dropped_bytes[cause] += bytes;
 	/* a dropped event still takes a sequence number: consumers see the gap */
 	s->produced++;
-	s->dropped_events[cause]++;
-	s->dropped_bytes[cause] += bytes;
 	/* relaxed: counters for readers of stats; no data is published with them */
-	WRITE_ONCE(&s->prod->dropped_events[cause], s->dropped_events[cause]);
-	WRITE_ONCE(&s->prod->dropped_bytes[cause], s->dropped_bytes[cause]);
-	WRITE_ONCE(&s->prod->produced, s->produced);
+	WRITE_ONCE(&prod->dropped_events[cause], events);
+	WRITE_ONCE(&prod->dropped_bytes[cause], total_bytes);
+	WRITE_ONCE(&prod->produced, s->produced);
 
 	s->burst_events++;
-	s->burst_pending++;
-	s->burst_bytes += bytes;
-	s->burst_cause = cause;
-	if (unlikely(s->burst_pending >= EVS_DROP_BATCH))
-		drop_report(s);
+	if (unlikely(events - s->batch_events0 >= EVS_DROP_BATCH))
+		return drop_batch_full(s, err_of[cause]);
+	return err_of[cause];
 }
 
-/* Called by stream_reserve() only when burst_events is set: the accept
+/* Called by the producer only when burst_events is set: the accept
  * path pays a single branch for all of this. */
 void evs_stream_drop_burst_end(struct evs_stream *s)
 {
-	if (s->burst_pending)
+	if (s->dropped_events[s->burst_cause] != s->batch_events0)
 		drop_report(s);
 	s->burst_events = 0;
 }
@@ -78,6 +114,6 @@ void evs_stream_drop_burst_end(struct evs_stream *s)
 /* The run goes on (the next accept still ends it); only the batch is cut. */
 void evs_stream_drop_flush(struct evs_stream *s)
 {
-	if (s->burst_pending)
+	if (s->dropped_events[s->burst_cause] != s->batch_events0)
 		drop_report(s);
 }

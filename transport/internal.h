@@ -103,9 +103,9 @@ struct evs_stream {
 	/* Drop run and the batch of it not yet reported to the drop
 	 * tracepoint; see drop.c. */
 	uint64_t burst_events;    /* drops since the last accepted event */
-	uint64_t burst_pending;   /* of those, not yet reported */
-	uint64_t burst_bytes;     /* bytes of the pending ones */
-	int burst_cause;
+	int burst_cause;          /* cause of the batch; it has one */
+	uint64_t batch_events0;   /* dropped_events[burst_cause] at the batch's start */
+	uint64_t batch_bytes0;    /* dropped_bytes[burst_cause] at the batch's start */
 
 	/* Cold. */
 	unsigned int core;
@@ -130,7 +130,7 @@ struct evs_producer {
 };
 
 /* The single place drops are counted (and reported to the tracepoint). */
-EVS_HIDDEN void evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause);
+EVS_HIDDEN int evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause);
 /* An event was accepted: ends a drop burst. */
 EVS_HIDDEN void evs_stream_drop_burst_end(struct evs_stream *s);
 EVS_HIDDEN void evs_stream_drop_flush(struct evs_stream *s);

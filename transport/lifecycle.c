@@ -210,7 +210,7 @@ bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
 	/* the consumer starts armed: the first commit wakes it, so a client
 	 * that polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
-	/* pairs with smp_load_acquire(&s->active) in stream_reserve() */
+	/* pairs with smp_load_acquire(&s->active) in stream_admit() */
 	smp_store_release(&s->active, 1);
 	if (EVS_PROBE_ENABLED(connect))
 		EVS_PROBE2(connect, s->core, s->owner ? s->owner->name : NULL);
@@ -219,7 +219,7 @@ bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
 
 void evs_stream_release_claim(struct evs_stream *s)
 {
-	/* pairs with smp_load_acquire(&s->active) in stream_reserve(): the
+	/* pairs with smp_load_acquire(&s->active) in stream_admit(): the
 	 * producer drops as no_consumer from its next emit on */
 	smp_store_release(&s->active, 0);
 	/* pairs with cmpxchg(&s->claimed) in evs_stream_claim(): the next

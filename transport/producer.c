@@ -24,7 +24,7 @@ static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int c
 
 /* Re-read what the consumer published, clamped to what is possible: a
  * consumer that writes nonsense only makes the producer see a full ring. */
-static void stream_refresh_cons(struct evs_stream *s)
+static __always_inline void stream_refresh_cons(struct evs_stream *s)
 {
 	/* pairs with smp_store_release(&cons->cons_pos) in evs_consumer__release():
 	 * the consumer is done reading everything below cons_pos */
@@ -38,47 +38,78 @@ static void stream_refresh_cons(struct evs_stream *s)
 		s->released_cache = r;
 }
 
-static bool stream_has_room(const struct evs_stream *s, uint64_t len)
+static __always_inline bool stream_has_room(const struct evs_stream *s, uint64_t len)
 {
 	return s->prod_pos + len - s->cons_cache <= s->cap &&
 	       s->committed - s->released_cache < s->max_events;
 }
 
-static __always_inline void *stream_reserve(struct evs_stream *s, uint32_t type, uint64_t size, int *err)
-{
-	uint64_t len;
+/* What stream_admit() decided about a new record. */
+enum admit {
+	ADMIT_OK,           /* write it */
+	ADMIT_BUSY,         /* a reservation is open */
+	ADMIT_NO_CONSUMER,  /* drop it */
+	ADMIT_TOO_BIG,      /* drop it */
+	ADMIT_LOOK_AGAIN,   /* no room by the cached consumer position */
+	ADMIT_END_RUN,      /* write it, and first end the drop run */
+};
 
-	if (unlikely(s->resv_len)) {
-		*err = -EBUSY;
-		return NULL;
-	}
+/*
+ * The checks in front of every record, from cached state only. Callers
+ * switch on the answer with one tail call per way out, so that a dropped
+ * event saves no registers and nothing is checked twice.
+ */
+static __always_inline enum admit stream_admit(const struct evs_stream *s, uint64_t size)
+{
+	if (unlikely(s->resv_len))
+		return ADMIT_BUSY;
 	/* pairs with smp_store_release(&s->active) in evs_stream_activate():
 	 * the consumer's wait word is initialised before we see active */
-	if (unlikely(!smp_load_acquire(&s->active))) {
-		evs_stream_drop(s, size, EVS_DROP_NO_CONSUMER);
-		*err = -ENOTCONN;
-		return NULL;
-	}
-	if (unlikely(size > s->cap - EVS_RECORD_HDR)) {
-		evs_stream_drop(s, size, EVS_DROP_TOO_BIG);
-		*err = -EMSGSIZE;
-		return NULL;
-	}
-	len = evs_record_len(size);
-	if (unlikely(!stream_has_room(s, len))) {
-		stream_refresh_cons(s);
-		if (!stream_has_room(s, len)) {
-			evs_stream_drop(s, size, EVS_DROP_RING_FULL);
-			*err = -ENOBUFS;
-			return NULL;
-		}
-	}
+	if (unlikely(!smp_load_acquire(&s->active)))
+		return ADMIT_NO_CONSUMER;
+	if (unlikely(size > s->cap - EVS_RECORD_HDR))
+		return ADMIT_TOO_BIG;
+	if (unlikely(!stream_has_room(s, evs_record_len(size))))
+		return ADMIT_LOOK_AGAIN;
 	if (unlikely(s->burst_events))
-		evs_stream_drop_burst_end(s);
-	s->resv_len = len;
+		return ADMIT_END_RUN;
+	return ADMIT_OK;
+}
+
+/* Open the reservation the admit step allowed; returns where its payload goes. */
+static __always_inline void *stream_open(struct evs_stream *s, uint32_t type, uint64_t size)
+{
+	s->resv_len = evs_record_len(size);
 	s->resv_size = size;
 	s->resv_type = type;
 	return s->data + s->prod_off + EVS_RECORD_HDR;
+}
+
+/* The first record after a drop run: report the run's last batch. */
+static __attribute__((noinline)) void *stream_open_after_drops(struct evs_stream *s, uint32_t type,
+							       uint64_t size)
+{
+	evs_stream_drop_burst_end(s);
+	return stream_open(s, type, size);
+}
+
+static __attribute__((noinline)) void *stream_reserve_drop(struct evs_stream *s, uint64_t size,
+							   int cause)
+{
+	errno = -evs_stream_drop(s, size, cause);
+	return NULL;
+}
+
+/* No room by the cached consumer position: look again, then decide. */
+static __attribute__((noinline)) void *stream_reserve_full(struct evs_stream *s, uint32_t type,
+							   uint64_t size)
+{
+	stream_refresh_cons(s);
+	if (!stream_has_room(s, evs_record_len(size)))
+		return stream_reserve_drop(s, size, EVS_DROP_RING_FULL);
+	if (s->burst_events)
+		return stream_open_after_drops(s, type, size);
+	return stream_open(s, type, size);
 }
 
 static uint64_t now_ns(void)
@@ -167,17 +198,27 @@ EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, u
 				    size_t size)
 {
 	struct evs_stream *s = stream_of(p, core);
-	void *data;
-	int err = -EINVAL;
 
 	if (!s) {
 		errno = EINVAL;
 		return NULL;
 	}
-	data = stream_reserve(s, type, size, &err);
-	if (!data)
-		errno = -err;
-	return data;
+	switch (stream_admit(s, size)) {
+	case ADMIT_OK:
+		return stream_open(s, type, size);
+	case ADMIT_BUSY:
+		errno = EBUSY;
+		return NULL;
+	case ADMIT_NO_CONSUMER:
+		return stream_reserve_drop(s, size, EVS_DROP_NO_CONSUMER);
+	case ADMIT_TOO_BIG:
+		return stream_reserve_drop(s, size, EVS_DROP_TOO_BIG);
+	case ADMIT_LOOK_AGAIN:
+		return stream_reserve_full(s, type, size);
+	case ADMIT_END_RUN:
+		return stream_open_after_drops(s, type, size);
+	}
+	__builtin_unreachable();
 }
 
 EVS_API int evs_producer__commit(struct evs_producer *p, unsigned int core)
@@ -221,23 +262,54 @@ EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core)
 	return 0;
 }
 
-EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32_t type,
-			       const void *data, size_t size)
+/* Write a whole record the admit step allowed; out of line, so that
+ * only this path saves the caller's registers. */
+static __attribute__((noinline)) int stream_write(struct evs_stream *s, uint32_t type,
+						  const void *data, size_t size)
 {
-	struct evs_stream *s = stream_of(p, core);
 	void *dst;
-	int err = -EINVAL;
 
-	if (!s || (!data && size))
-		return -EINVAL;
-	dst = stream_reserve(s, type, size, &err);
-	if (!dst)
-		return err;
+	if (unlikely(s->burst_events))
+		evs_stream_drop_burst_end(s);
+	dst = stream_open(s, type, size);
 	/* memcpy from NULL is undefined even for 0 bytes */
 	if (size)
 		memcpy(dst, data, size);
 	stream_commit(s);
 	return 0;
+}
+
+/* No room by the cached consumer position: look again, then decide. */
+static __attribute__((noinline)) int stream_emit_full(struct evs_stream *s, uint32_t type,
+						      const void *data, size_t size)
+{
+	stream_refresh_cons(s);
+	if (!stream_has_room(s, evs_record_len(size)))
+		return evs_stream_drop(s, size, EVS_DROP_RING_FULL);
+	return stream_write(s, type, data, size);
+}
+
+EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32_t type,
+			       const void *data, size_t size)
+{
+	struct evs_stream *s = stream_of(p, core);
+
+	if (!s || (!data && size))
+		return -EINVAL;
+	switch (stream_admit(s, size)) {
+	case ADMIT_OK:
+	case ADMIT_END_RUN:
+		return stream_write(s, type, data, size);
+	case ADMIT_BUSY:
+		return -EBUSY;
+	case ADMIT_NO_CONSUMER:
+		return evs_stream_drop(s, size, EVS_DROP_NO_CONSUMER);
+	case ADMIT_TOO_BIG:
+		return evs_stream_drop(s, size, EVS_DROP_TOO_BIG);
+	case ADMIT_LOOK_AGAIN:
+		return stream_emit_full(s, type, data, size);
+	}
+	__builtin_unreachable();
 }
 
 EVS_API int evs_producer__flush(struct evs_producer *p, unsigned int core)
