@@ -47,6 +47,23 @@ for bad in lim tputs "" all; do
 		{ cat "$out/bad.log"; echo "FAIL: --only '$bad' gave exit $rc"; exit 1; }
 done
 
+# bench/table.py: the report in docs/ gives its tables; bad arguments
+# exit 2 and say why
+"$py" bench/table.py docs/bench-results-latest.json > "$out/table.md" 2>&1 &&
+	grep -q "^| drop with eBPF attached, ns per event | ≤ 10 ns | " "$out/table.md" ||
+	{ cat "$out/table.md"; echo "FAIL: bench/table.py on docs/bench-results-latest.json"; exit 1; }
+table_bad() { # expected-text args...
+	want=$1; shift
+	"$py" bench/table.py "$@" > "$out/bad.log" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] && grep -qF -- "$want" "$out/bad.log" ||
+		{ cat "$out/bad.log"; echo "FAIL: bench/table.py $* gave exit $rc"; exit 1; }
+}
+table_bad "no RUN.json given"
+table_bad "--main 2: must be 1 to 1" --main 2 docs/bench-results-latest.json
+table_bad "--main needs a run number, got x" --main x docs/bench-results-latest.json
+table_bad "$out/none.json: " "$out/none.json"
+
 "$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" "$out/lat.json" "$out/limits.json" <<'PY' || exit 1
 import json, sys
 t = json.load(open(sys.argv[1]))

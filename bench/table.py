@@ -41,13 +41,33 @@ def variant_cells(by, variants, size, cell):
     return [cell(by[(v, size)]) if (v, size) in by else "–" for v in variants]
 
 
+def usage(why):
+    print(f"table.py: {why}\n{__doc__.strip()}", file=sys.stderr)
+    return 2
+
+
 def main():
     args = sys.argv[1:]
     main_run = 1
+    if args[:1] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return 0
     if args[:1] == ["--main"]:
+        if len(args) < 2 or not args[1].isdigit():
+            return usage(f"--main needs a run number, got {args[1] if len(args) > 1 else 'nothing'}")
         main_run = int(args[1])
         args = args[2:]
-    runs = [json.load(open(p)) for p in args]
+    if not args:
+        return usage("no RUN.json given")
+    if not 1 <= main_run <= len(args):
+        return usage(f"--main {main_run}: must be 1 to {len(args)} (the number of files given)")
+    runs = []
+    for path in args:
+        try:
+            with open(path) as f:
+                runs.append(json.load(f))
+        except (OSError, ValueError) as e:
+            return usage(f"{path}: {e}")
     d = runs[main_run - 1]
     print(f"Tables from run {main_run} of {len(runs)}.\n")
     print(f"Machine: {d['cpu']}, {d['cpus']} CPUs, Linux {d['kernel']}, clocksource {d['clocksource']}, "
@@ -160,4 +180,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
