@@ -50,7 +50,9 @@ static void reset_stream(struct evs_stream *s, uint64_t base)
 	s->prod_off = base % s->cap;
 	s->committed = s->produced = s->released_cache = 0;
 	s->resv_len = 0;
-	s->burst_events = s->burst_bytes = 0;
+	/* the drop run and batch restart with the counters (drop.c) */
+	s->burst_events = s->batch_events0 = s->batch_bytes0 = 0;
+	s->burst_cause = EVS_DROP_RING_FULL;
 	s->prod->prod_pos = base;
 	s->cons->cons_pos = base;
 	s->cons->released = 0;
