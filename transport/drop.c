@@ -27,6 +27,12 @@ EVS_PROBE_DEFINE(connect);
 EVS_PROBE_DEFINE(disconnect);
 EVS_PROBE_DEFINE(wakeup);
 
+/* Drops of the batch's cause not yet reported? */
+static bool drop_batch_pending(const struct evs_stream *s)
+{
+	return s->dropped_events[s->burst_cause] != s->batch_events0;
+}
+
 /* Out of line and cold: one probe site (so one uprobe), and the drop path
  * keeps only the calls. The batch is what the cause's counters gained
  * since the last report, so a drop itself keeps no batch sums. */
@@ -65,7 +71,7 @@ __attribute__((noinline, cold)) static int drop_batch_full(struct evs_stream *s,
 __attribute__((noinline, cold)) static int drop_new_cause(struct evs_stream *s, uint64_t bytes,
 							  int cause)
 {
-	if (s->dropped_events[s->burst_cause] != s->batch_events0)
+	if (drop_batch_pending(s))
 		drop_report(s);
 	s->burst_cause = cause;
 	s->batch_events0 = s->dropped_events[cause];
@@ -106,7 +112,7 @@ int evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause)
  * path pays a single branch for all of this. */
 void evs_stream_drop_burst_end(struct evs_stream *s)
 {
-	if (s->dropped_events[s->burst_cause] != s->batch_events0)
+	if (drop_batch_pending(s))
 		drop_report(s);
 	s->burst_events = 0;
 }
@@ -114,6 +120,6 @@ void evs_stream_drop_burst_end(struct evs_stream *s)
 /* The run goes on (the next accept still ends it); only the batch is cut. */
 void evs_stream_drop_flush(struct evs_stream *s)
 {
-	if (s->dropped_events[s->burst_cause] != s->batch_events0)
+	if (drop_batch_pending(s))
 		drop_report(s);
 }
