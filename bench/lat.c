@@ -2,9 +2,10 @@
 /*
  * One-way latency: the producer commits a 64-byte event at a paced offered
  * rate; the consumer, on the other CPU, subtracts the header's timestamp
- * (CLOCK_MONOTONIC taken by the producer inside commit) from its own
+ * (CLOCK_MONOTONIC taken by the producer inside commit, from the TSC where
+ * that is CLOCK_MONOTONIC's source: transport/clock.h) from its own
  * CLOCK_MONOTONIC read right after peek returns the event. Both CPUs read
- * the same clock (the vDSO's, on a TSC that is synchronised and invariant).
+ * the same clock (on a TSC that is synchronised and invariant).
  * A consumer either busy-polls evs_consumer__peek() or sleeps in
  * evs_consumer__wait() and is woken through the eventfd.
  */

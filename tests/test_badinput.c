@@ -14,6 +14,7 @@ static void unset_env(void)
 	unsetenv("EVSTREAM_RING_BYTES");
 	unsetenv("EVSTREAM_HUGEPAGES");
 	unsetenv("NEURON_RT_DEBUG_STREAM_BUFFER_SIZE");
+	unsetenv("EVSTREAM_TSC");
 }
 
 static void assert_msg_has(const char *needle)
@@ -56,6 +57,7 @@ static const struct env_case env_cases[] = {
 	{ "NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", "lots", "is not a number" },
 	{ "NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", "99999999999999", "is out of range" },
 	{ "EVSTREAM_HUGEPAGES", "maybe", "EVSTREAM_HUGEPAGES='maybe' is not allowed: use auto, on or off" },
+	{ "EVSTREAM_TSC", "on", "EVSTREAM_TSC='on' is not allowed: use auto or off" },
 };
 
 START_TEST(test_badinput_environment_values)

@@ -4,6 +4,8 @@
  * (loop index 0: normal pages, 1: huge pages). The huge-page variant skips
  * with the reason when no huge page can be had.
  */
+#include <inttypes.h>
+
 #include "helpers.h"
 #include "layout.h"
 #include "nrt/ndebug_stream.h"
@@ -285,6 +287,127 @@ START_TEST(test_ring_timestamps_are_monotonic)
 }
 END_TEST
 
+/* The first line of a file, without its newline ("" if unreadable). */
+static void first_line(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	if (f && fgets(buf, (int)n, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/* What the library's TSC check looks at (transport/clock.c), read here
+ * independently: CLOCK_MONOTONIC is the TSC, which is constant and nonstop. */
+static bool machine_has_tsc_clock(void)
+{
+	char src[64], line[8192] = "";
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	bool flags = false;
+
+	first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", src, sizeof(src));
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags", 5)) {
+			flags = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+			break;
+		}
+	if (f)
+		fclose(f);
+	return !strcmp(src, "tsc") && flags;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * timestamp_ns is CLOCK_MONOTONIC at commit, read from the TSC (_i 0) or
+ * from clock_gettime() (_i 1, EVSTREAM_TSC=off). Every event is emitted
+ * between two clock_gettime() calls; for 30 ms, so that the TSC clock
+ * renews its anchor (every 1 ms) some thirty times. From the TSC a
+ * timestamp may stray by the documented bound, 1 us; from clock_gettime()
+ * it may not stray at all. Never backwards.
+ */
+#define TSC_BOUND_NS 1000
+START_TEST(test_ring_timestamps_follow_clock_monotonic)
+{
+	bool tsc_off = _i == 1;
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	struct evs_record rec;
+	uint64_t start, before, after, last = 0, n = 0, worst_early = 0, worst_late = 0;
+	uint64_t slack;
+
+	if (tsc_off)
+		setenv("EVSTREAM_TSC", "off", 1);
+	p = evs_producer__new(NULL, 1, &o);
+	unsetenv("EVSTREAM_TSC");
+	ck_assert_msg(p, "producer: %s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(c, "consumer: %s", evs_errmsg());
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.tsc_timestamps, !tsc_off && machine_has_tsc_clock());
+	printf("timestamps from %s\n", st.tsc_timestamps ? "the TSC" : "clock_gettime()");
+	slack = st.tsc_timestamps ? TSC_BOUND_NS : 0;
+	start = mono_ns();
+	do {
+		before = mono_ns();
+		ck_assert_int_eq(evs_producer__emit(p, 0, 1, NULL, 0), 0);
+		after = mono_ns();
+		ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+		ck_assert_uint_ge(rec.hdr.timestamp_ns, last);
+		last = rec.hdr.timestamp_ns;
+		if (before > last && before - last > worst_early)
+			worst_early = before - last;
+		if (last > after && last - after > worst_late)
+			worst_late = last - after;
+		ck_assert_msg(last + slack >= before && last <= after + slack,
+			      "event %" PRIu64 ": timestamp %" PRIu64 " outside [%" PRIu64 ", %" PRIu64 "]",
+			      n, last, before, after);
+		evs_consumer__release(c);
+		n++;
+	} while (after - start < 30 * 1000000ull);
+	printf("%" PRIu64 " events: at most %" PRIu64 " ns before the call, %" PRIu64
+	       " ns after its return\n", n, worst_early, worst_late);
+	/* off: the stream never switched to the TSC on its own */
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.tsc_timestamps, !tsc_off && machine_has_tsc_clock());
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* no_timestamps: no clock at all, timestamp_ns 0. */
+START_TEST(test_ring_no_timestamps_leaves_zero)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF,
+		 .no_timestamps = 1);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+	struct evs_consumer *c;
+	struct evs_record rec;
+
+	ck_assert_msg(p, "producer: %s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(c, "consumer: %s", evs_errmsg());
+	ck_assert_int_eq(evs_producer__emit(p, 0, 1, "x", 1), 0);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.timestamp_ns, 0);
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.tsc_timestamps, 0);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
 START_TEST(test_ring_discard_publishes_nothing)
 {
 	struct ring r;
@@ -561,6 +684,8 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_records_are_8_byte_aligned, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_sequence_gaps_equal_drops, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_timestamps_are_monotonic, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_timestamps_follow_clock_monotonic, 0, 2);
+	tcase_add_test(tc, test_ring_no_timestamps_leaves_zero);
 	tcase_add_loop_test(tc, test_ring_discard_publishes_nothing, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_drops_when_no_consumer, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_consume_batch_in_order, 0, EVS_MODES);

@@ -73,6 +73,21 @@ static int env_u64(const char *var, uint64_t min, uint64_t max, const char *what
 	return 1;
 }
 
+/* EVSTREAM_TSC: auto (default) or off. */
+static int clock_mode_from_env(enum evs_clock_mode *mode)
+{
+	const char *v = getenv("EVSTREAM_TSC");
+
+	*mode = EVS_CLOCK_AUTO;
+	if (!v || !strcasecmp(v, "auto"))
+		return 0;
+	if (!strcasecmp(v, "off")) {
+		*mode = EVS_CLOCK_GETTIME;
+		return 0;
+	}
+	return evs_fail(EINVAL, "EVSTREAM_TSC='%s' is not allowed: use auto or off", v);
+}
+
 int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *cfg)
 {
 	uint64_t mem = phys_mem_bytes();
@@ -95,6 +110,9 @@ int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *
 		return err;
 	err = env_u64("NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", 1, max_events, "an event count",
 		      &cfg->max_events);
+	if (err < 0)
+		return err;
+	err = clock_mode_from_env(&cfg->clock);
 	if (err < 0)
 		return err;
 	hp = getenv("EVSTREAM_HUGEPAGES");

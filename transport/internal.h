@@ -14,6 +14,7 @@
 #include "layout.h"
 
 #define EVS_HIDDEN __attribute__((visibility("hidden")))
+#include "clock.h"
 #define EVS_HUGE_PAGE (2ULL * 1024 * 1024)
 #define EVS_NAME_MAX 64
 
@@ -34,6 +35,7 @@ struct evs_config {
 	uint64_t ring_bytes;   /* requested, before rounding to the page size */
 	uint64_t max_events;
 	int hugepages;         /* EVS_HUGEPAGES_AUTO / ON / OFF */
+	enum evs_clock_mode clock; /* EVSTREAM_TSC */
 };
 EVS_HIDDEN int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *cfg);
 EVS_HIDDEN int evs_parse_u64(const char *s, uint64_t *out); /* with K/M/G/T suffixes */
@@ -87,6 +89,7 @@ struct evs_stream {
 	uint64_t resv_size;
 	uint32_t resv_type;
 	bool timestamps;
+	struct evs_clock clock;   /* the timestamps' (clock.h) */
 	int efd;
 	/* 1: full fence after publishing; 0: the consumer uses membarrier().
 	 * Set by whoever attaches a consumer, before active. */

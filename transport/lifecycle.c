@@ -52,6 +52,8 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 	s->cap = s->backing.ring_bytes;
 	s->max_events = p->cfg.max_events;
 	s->timestamps = timestamps;
+	if (timestamps)
+		evs_clock_init(&s->clock, p->cfg.clock);
 	return 0;
 }
 

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -112,14 +111,6 @@ static __attribute__((noinline)) void *stream_reserve_full(struct evs_stream *s,
 	return stream_open(s, type, size);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The consumer said it will sleep: take its wait word and wake it once. */
 static void stream_wake_slow(struct evs_stream *s)
 {
@@ -148,7 +139,7 @@ static __always_inline void stream_seal(struct evs_stream *s)
 	h->type = s->resv_type;
 	h->flags = 0;
 	h->seq = s->produced;
-	h->timestamp_ns = s->timestamps ? now_ns() : 0;
+	h->timestamp_ns = s->timestamps ? evs_clock_now(&s->clock) : 0;
 	/* old payload bytes are there after a wrap: reserved means zero */
 	memset(h->reserved, 0, sizeof(h->reserved));
 
@@ -339,6 +330,7 @@ EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
 	evs_stats_from_shm(s->prod, s->cons, &full);
 	full.connected = (uint32_t)READ_ONCE(&s->active);
 	full.membarrier = full.connected && !READ_ONCE(&s->fence);
+	full.tsc_timestamps = s->timestamps && s->clock.tsc;
 	evs_stats_copy_out(st, &full);
 	return 0;
 }

@@ -205,6 +205,8 @@ struct evs_stream_stats {
 	uint64_t arms;            /* consumer side: times it armed the wakeup (>= wakeups - 1) */
 	uint32_t membarrier;      /* 1: the producer skips its fence; the consumer arms with membarrier() */
 	uint32_t producer_died;   /* consumer side: its process hung up without closing */
+	uint32_t tsc_timestamps;  /* producer side: timestamp_ns is read from the TSC
+	                           * (docs/architecture.md, "Timestamps") */
 };
 
 EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The producer's timestamp clock (clock.h): calibration and anchors.
+ *
+ * CLOCK_MONOTONIC with clocksource "tsc" is the kernel's linear map of the
+ * TSC, its slope adjusted by NTP. We keep our own copy of that map: an
+ * anchor pair renewed every millisecond (so an offset error cannot grow),
+ * and a slope measured over a second or more (so the jitter of one pair,
+ * ~10-20 ns, becomes parts per billion). Between renewals the error is the
+ * slope error times at most 1 ms: a few nanoseconds after the first
+ * second, ~10 ns before it. Values never go back within a stream.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* A pair wider than this (in ns) was interrupted: not used as an anchor. */
+#define PAIR_MAX_NS 1000ull
+/* The process's first slope is measured over this long. */
+#define FIRST_SLOPE_NS 2000000ull
+/* A new slope this far off the last one means the TSC cannot be trusted
+ * (the kernel switched clocksource, the VM migrated): use clock_gettime(). */
+#define SLOPE_JUMP_DIV 100
+
+struct clock_pair {
+	uint64_t tsc;
+	uint64_t ns;
+	uint64_t width; /* ticks between the two TSC reads around the clock read */
+};
+
+static uint64_t gettime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+static uint64_t tsc_ordered(void)
+{
+	uint64_t t;
+
+	/* lfence before: earlier loads are done; after: the clock read that
+	 * follows does not start early */
+	__builtin_ia32_lfence();
+	t = __builtin_ia32_rdtsc();
+	__builtin_ia32_lfence();
+	return t;
+}
+
+/* The tightest of a few (TSC, CLOCK_MONOTONIC) pairs: the clock read sits
+ * between two TSC reads, and the midpoint stands for it. */
+static struct clock_pair pair_read(void)
+{
+	struct clock_pair best = { .width = UINT64_MAX };
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t t1 = tsc_ordered();
+		uint64_t ns = gettime_ns();
+		uint64_t t2 = tsc_ordered();
+
+		if (t2 - t1 < best.width) {
+			best.width = t2 - t1;
+			best.tsc = t1 + (t2 - t1) / 2;
+			best.ns = ns;
+		}
+	}
+	return best;
+}
+#else
+static struct clock_pair pair_read(void)
+{
+	return (struct clock_pair){ .ns = gettime_ns(), .width = UINT64_MAX };
+}
+#endif
+
+/* Nanoseconds per tick times 2^32, from two pairs; 0 when implausible
+ * (a TSC below 10 MHz or above 100 GHz, or going back). */
+static uint64_t slope_of(const struct clock_pair *a, const struct clock_pair *b)
+{
+	unsigned __int128 m;
+
+	if (b->tsc <= a->tsc || b->ns <= a->ns)
+		return 0;
+	m = ((unsigned __int128)(b->ns - a->ns) << 32) / (b->tsc - a->tsc);
+	if (m < (1ull << 32) / 100 || m > (1ull << 32) * 100)
+		return 0;
+	return (uint64_t)m;
+}
+
+/* Does the first line of path equal want? */
+static bool file_says(const char *path, const char *want)
+{
+	char buf[64] = "";
+	FILE *f = fopen(path, "re");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fgets(buf, sizeof(buf), f) != NULL;
+	buf[strcspn(buf, "\n")] = '\0';
+	ok = ok && !strcmp(buf, want);
+	fclose(f);
+	return ok;
+}
+
+/* The TSC ticks at one rate whatever the CPU's frequency and sleep state. */
+static bool cpu_flags_have_stable_tsc(void)
+{
+	char line[8192];
+	bool constant = false, nonstop = false;
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		constant = strstr(line, " constant_tsc") != NULL;
+		nonstop = strstr(line, " nonstop_tsc") != NULL;
+		break;
+	}
+	fclose(f);
+	return constant && nonstop;
+}
+
+static struct {
+	pthread_once_t once;
+	bool usable;
+	struct clock_pair start; /* the baseline every new stream's slope starts at */
+	uint64_t mult;           /* the slope over FIRST_SLOPE_NS */
+} proc = { .once = PTHREAD_ONCE_INIT };
+
+static void proc_calibrate(void)
+{
+	struct timespec nap = { 0, FIRST_SLOPE_NS };
+	struct clock_pair b;
+
+#if !defined(__x86_64__) && !defined(__i386__)
+	return;
+#endif
+	if (!file_says("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc") ||
+	    !cpu_flags_have_stable_tsc())
+		return;
+	proc.start = pair_read();
+	nanosleep(&nap, NULL);
+	b = pair_read();
+	proc.mult = slope_of(&proc.start, &b);
+	proc.usable = proc.mult != 0;
+}
+
+static uint64_t ticks_of(uint64_t ns, uint64_t mult)
+{
+	return (uint64_t)(((unsigned __int128)ns << 32) / mult);
+}
+
+static void clock_use_gettime(struct evs_clock *c)
+{
+	c->tsc = false;
+	c->span = 0; /* every evs_clock_now() comes here */
+}
+
+static void clock_anchor(struct evs_clock *c, const struct clock_pair *p)
+{
+	c->tsc0 = p->tsc;
+	c->ns0 = p->ns;
+	/* d < span bounds d * mult by EVS_CLOCK_ANCHOR_NS * 2^32 < 2^64 */
+	c->span = ticks_of(EVS_CLOCK_ANCHOR_NS, c->mult);
+	c->pair_max = ticks_of(PAIR_MAX_NS, c->mult);
+}
+
+bool evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode)
+{
+	struct clock_pair p;
+	uint64_t m;
+
+	memset(c, 0, sizeof(*c));
+	clock_use_gettime(c);
+	if (mode != EVS_CLOCK_AUTO)
+		return false;
+	pthread_once(&proc.once, proc_calibrate);
+	if (!proc.usable)
+		return false;
+	p = pair_read();
+	/* the longer baseline from the process's first pair, when it is */
+	m = p.ns - proc.start.ns >= FIRST_SLOPE_NS ? slope_of(&proc.start, &p) : 0;
+	c->mult = m ? m : proc.mult;
+	c->slope_tsc = p.tsc;
+	c->slope_ns = p.ns;
+	c->tsc = true;
+	clock_anchor(c, &p);
+	if (p.width > c->pair_max)
+		c->tsc0 = p.tsc - c->span; /* not a good anchor: the first read renews it */
+	return true;
+}
+
+static uint64_t clock_hand_out(struct evs_clock *c, uint64_t ns)
+{
+	if (ns < c->last_ns)
+		ns = c->last_ns;
+	c->last_ns = ns;
+	return ns;
+}
+
+uint64_t evs_clock_slow(struct evs_clock *c)
+{
+	struct clock_pair p;
+
+	if (!c->tsc)
+		return clock_hand_out(c, gettime_ns());
+	p = pair_read();
+	/* the clock value itself is right whatever the pair's width; only a
+	 * tight pair becomes the anchor (else the next read tries again) */
+	if (p.width <= c->pair_max) {
+		if (p.ns - c->slope_ns >= EVS_CLOCK_SLOPE_NS) {
+			struct clock_pair from = { .tsc = c->slope_tsc, .ns = c->slope_ns };
+			uint64_t m = slope_of(&from, &p);
+
+			if (!m || m > c->mult + c->mult / SLOPE_JUMP_DIV ||
+			    m < c->mult - c->mult / SLOPE_JUMP_DIV) {
+				clock_use_gettime(c);
+				return clock_hand_out(c, gettime_ns());
+			}
+			c->mult = m;
+			c->slope_tsc = p.tsc;
+			c->slope_ns = p.ns;
+		}
+		clock_anchor(c, &p);
+	}
+	return clock_hand_out(c, p.ns);
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The producer's timestamp clock: CLOCK_MONOTONIC nanoseconds, read from
+ * the TSC where the kernel's own CLOCK_MONOTONIC is the TSC (clocksource
+ * "tsc", constant and nonstop), else from clock_gettime().
+ *
+ * A clock_gettime() costs ~22 ns here (its vDSO reads the TSC behind an
+ * lfence and a seqlock); a bare rdtsc ~10 ns, and it overlaps with the
+ * record's stores. Each stream extrapolates from an anchor, a (TSC,
+ * CLOCK_MONOTONIC) pair, that it renews every EVS_CLOCK_ANCHOR_NS, with a
+ * slope measured over at least EVS_CLOCK_SLOPE_NS, so that the error stays
+ * a few nanoseconds and NTP's slewing of CLOCK_MONOTONIC is followed within
+ * a second. See "Timestamps" in docs/architecture.md.
+ */
+#ifndef EVS_CLOCK_H
+#define EVS_CLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "atomics.h"
+
+#define EVS_CLOCK_ANCHOR_NS 1000000ull    /* renew the anchor after 1 ms */
+#define EVS_CLOCK_SLOPE_NS  1000000000ull /* re-measure the slope after 1 s */
+
+enum evs_clock_mode {
+	EVS_CLOCK_AUTO = 0, /* the TSC when it is CLOCK_MONOTONIC's source */
+	EVS_CLOCK_GETTIME,  /* clock_gettime() for every record (EVSTREAM_TSC=off) */
+};
+
+/* One stream's clock; only its producer thread touches it. */
+struct evs_clock {
+	uint64_t tsc0;       /* anchor: the TSC ... */
+	uint64_t ns0;        /* ... and CLOCK_MONOTONIC at the same moment */
+	uint64_t span;       /* TSC ticks after tsc0 that extrapolation is trusted */
+	uint64_t mult;       /* nanoseconds per tick, times 2^32 */
+	uint64_t last_ns;    /* the last value handed out: never go back */
+	uint64_t slope_tsc;  /* where the baseline of the next slope starts */
+	uint64_t slope_ns;
+	uint64_t pair_max;   /* widest (TSC, clock) pair, in ticks, good as an anchor */
+	bool tsc;            /* false: clock_gettime() every time */
+};
+
+/* Set up a stream's clock; the first call in a process measures the TSC
+ * rate (~2 ms). Returns whether the TSC is used. */
+EVS_HIDDEN bool evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode);
+/* Out of the fast path: the anchor is old (or there is no TSC). */
+EVS_HIDDEN uint64_t evs_clock_slow(struct evs_clock *c);
+
+static __always_inline uint64_t evs_clock_now(struct evs_clock *c)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	/* not ordered (no lfence): the timestamp is one of the record's
+	 * stores, and an earlier read by a few cycles is within the error */
+	uint64_t t = __builtin_ia32_rdtsc();
+	uint64_t d = t - c->tsc0;
+	uint64_t ns;
+
+	/* span is 0 without a TSC: every call goes to clock_gettime() */
+	if (unlikely(d >= c->span))
+		return evs_clock_slow(c);
+	/* d < span keeps d * mult below 2^64 (evs_clock_init) */
+	ns = c->ns0 + ((d * c->mult) >> 32);
+	if (unlikely(ns < c->last_ns))
+		ns = c->last_ns;
+	c->last_ns = ns;
+	return ns;
+#else
+	return evs_clock_slow(c);
+#endif
+}
+
+#endif
