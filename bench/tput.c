@@ -5,6 +5,9 @@
  *   copy     evs_producer__emit()             + nrt_debug_client_read_one_event()
  *   zerocopy evs_producer__reserve()/commit() + evs_consumer__peek()/release()
  *   batch    evs_producer__reserve()/commit() + evs_consumer__consume()
+ *   zcwait   as zerocopy, but the consumer sleeps in evs_consumer__wait()
+ *            when the ring is empty instead of spinning on peek()
+ *   deferred32  as zerocopy, 32 records per publication
  * Every path moves the same bytes: the producer copies the payload from a
  * hot source buffer (into the ring directly for reserve/commit), and the
  * consumer reads it (read_one_event copies it out; peek and consume touch
@@ -21,8 +24,8 @@
 #include "evstream/evstream.h"
 #include "nrt/ndebug_stream.h"
 
-enum path { P_COPY, P_ZEROCOPY, P_BATCH, P_DEFERRED };
-static const char *const path_names[] = { "copy", "zerocopy", "batch", "deferred32" };
+enum path { P_COPY, P_ZEROCOPY, P_BATCH, P_DEFERRED, P_ZCWAIT };
+static const char *const path_names[] = { "copy", "zerocopy", "batch", "deferred32", "zcwait" };
 
 /* P_DEFERRED: zero-copy records published in bursts of this many */
 #define DEFERRED_BURST 32
@@ -135,7 +138,7 @@ static void *tp_consumer(void *arg)
 			struct pollfd pfd = { .fd = t->nrt_fd, .events = POLLIN };
 
 			poll(&pfd, 1, 1);
-		} else if (t->path == P_ZEROCOPY || t->path == P_DEFERRED) {
+		} else if (t->path == P_ZEROCOPY || t->path == P_DEFERRED || t->path == P_ZCWAIT) {
 			int err = evs_consumer__peek(t->c, &rec);
 
 			if (err == 0) {
@@ -148,7 +151,12 @@ static void *tp_consumer(void *arg)
 			if (err != -EAGAIN || tp_drained(t))
 				break;
 			t->empty++;
-			cpu_relax();
+			/* zcwait: sleep until the producer's next commit; the 1 ms
+			 * bound only lets the drained check above run */
+			if (t->path == P_ZCWAIT)
+				evs_consumer__wait(t->c, 1);
+			else
+				cpu_relax();
 		} else {
 			/* bounded batches, so the consumer publishes and looks up */
 			int n = evs_consumer__consume(t->c, batch_cb, NULL, 256);
@@ -256,6 +264,7 @@ static const struct variant variants[] = {
 	{ P_COPY, true, false },      { P_ZEROCOPY, true, false },  { P_BATCH, true, false },
 	{ P_ZEROCOPY, false, true },  { P_BATCH, false, true },
 	{ P_DEFERRED, false, false }, { P_DEFERRED, false, true },
+	{ P_ZCWAIT, false, false },
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
