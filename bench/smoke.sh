@@ -13,6 +13,8 @@ trap 'rm -rf "$out"' EXIT
 
 "$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant zerocopy/normal \
 	--rounds 2 --plot-dir "$out" > "$out/tput.json" 2> "$out/tput.log" || { cat "$out/tput.log"; echo "FAIL: evs-bench tput"; exit 1; }
+"$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant zcwait \
+	--rounds 1 > "$out/zcwait.json" 2> "$out/zcwait.log" || { cat "$out/zcwait.log"; echo "FAIL: evs-bench tput zcwait"; exit 1; }
 "$bin" --quick --json --only limits > "$out/limits.json" 2> "$out/limits.log" || { cat "$out/limits.log"; echo "FAIL: evs-bench limits"; exit 1; }
 "$bin" --quick --json --only cost > "$out/cost.json" 2> "$out/cost.log" || { cat "$out/cost.log"; echo "FAIL: evs-bench cost"; exit 1; }
 "$bin" --quick --json --only drops > "$out/drops.json" 2> "$out/drops.log" || { cat "$out/drops.log"; echo "FAIL: evs-bench drops"; exit 1; }
@@ -64,7 +66,7 @@ table_bad "--main 2: must be 1 to 1" --main 2 docs/bench-results-latest.json
 table_bad "--main needs a run number, got x" --main x docs/bench-results-latest.json
 table_bad "$out/none.json: " "$out/none.json"
 
-"$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" "$out/lat.json" "$out/limits.json" <<'PY' || exit 1
+"$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" "$out/lat.json" "$out/limits.json" "$out/zcwait.json" <<'PY' || exit 1
 import json, sys
 t = json.load(open(sys.argv[1]))
 limits = json.load(open(sys.argv[5]))["limits"]
@@ -83,8 +85,14 @@ c = c[0]
 for side in ("producer", "consumer"):
     assert c[side + "_ns"] > 0 and c["bare_" + side + "_ns"] > 0, c
     assert abs(c["x_bare_" + side] - c[side + "_ns"] / c["bare_" + side + "_ns"]) < 1e-3 * c["x_bare_" + side], c
-for k in ("cpu", "kernel", "clocksource", "throughput"):
+for k in ("cpu", "kernel", "clocksource", "producer_clock", "throughput"):
     assert k in t, "missing " + k
+# the producer reads the TSC only where it is CLOCK_MONOTONIC's source
+assert t["producer_clock"] in ("tsc", "clock_gettime"), t["producer_clock"]
+assert t["clocksource"] == "tsc" or t["producer_clock"] == "clock_gettime", t["clocksource"]
+# the zero-copy path with a consumer that sleeps on the eventfd when empty
+z = [x for x in json.load(open(sys.argv[6]))["throughput"] if x.get("variant") == "zcwait/normal"]
+assert len(z) == 1 and z[0]["events_s"] > 0 and z[0]["x_pipe"] > 0, z
 # the limits and alternatives of a payload size are on its rows, once
 assert "alternatives" not in t and "memcpy" not in t, sorted(t)
 # tput divides by limits measured in its own rounds: the overview is not run
