@@ -40,15 +40,22 @@ static uint64_t gettime_ns(void)
 }
 
 #if defined(__x86_64__) || defined(__i386__)
+#define HAVE_TSC true
+/* lfence before: earlier loads are done; after: the clock read that
+ * follows does not start early */
+#define tsc_fence() __builtin_ia32_lfence()
+#else
+#define HAVE_TSC false
+#define tsc_fence() barrier()
+#endif
+
 static uint64_t tsc_ordered(void)
 {
 	uint64_t t;
 
-	/* lfence before: earlier loads are done; after: the clock read that
-	 * follows does not start early */
-	__builtin_ia32_lfence();
-	t = __builtin_ia32_rdtsc();
-	__builtin_ia32_lfence();
+	tsc_fence();
+	t = evs_tsc();
+	tsc_fence();
 	return t;
 }
 
@@ -71,12 +78,6 @@ static struct clock_pair pair_read(void)
 	}
 	return best;
 }
-#else
-static struct clock_pair pair_read(void)
-{
-	return (struct clock_pair){ .ns = gettime_ns(), .width = UINT64_MAX };
-}
-#endif
 
 /* Nanoseconds per tick times 2^32, from two pairs; 0 when implausible
  * (a TSC below 10 MHz or above 100 GHz, or going back). */
@@ -140,10 +141,8 @@ static void proc_calibrate(void)
 	struct timespec nap = { 0, FIRST_SLOPE_NS };
 	struct clock_pair b;
 
-#if !defined(__x86_64__) && !defined(__i386__)
-	return;
-#endif
-	if (!file_says("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc") ||
+	if (!HAVE_TSC ||
+	    !file_says("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc") ||
 	    !cpu_flags_have_stable_tsc())
 		return;
 	proc.start = pair_read();
@@ -158,10 +157,10 @@ static uint64_t ticks_of(uint64_t ns, uint64_t mult)
 	return (uint64_t)(((unsigned __int128)ns << 32) / mult);
 }
 
-static void clock_use_gettime(struct evs_clock *c)
+/* A pair is a good anchor when its clock read was not interrupted. */
+static bool pair_is_tight(const struct clock_pair *p, uint64_t mult)
 {
-	c->tsc = false;
-	c->span = 0; /* every evs_clock_now() comes here */
+	return p->width <= ticks_of(PAIR_MAX_NS, mult);
 }
 
 static void clock_anchor(struct evs_clock *c, const struct clock_pair *p)
@@ -170,60 +169,48 @@ static void clock_anchor(struct evs_clock *c, const struct clock_pair *p)
 	c->ns0 = p->ns;
 	/* d < span bounds d * mult by EVS_CLOCK_ANCHOR_NS * 2^32 < 2^64 */
 	c->span = ticks_of(EVS_CLOCK_ANCHOR_NS, c->mult);
-	c->pair_max = ticks_of(PAIR_MAX_NS, c->mult);
 }
 
-bool evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode)
+void evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode)
 {
 	struct clock_pair p;
 	uint64_t m;
 
-	memset(c, 0, sizeof(*c));
-	clock_use_gettime(c);
+	memset(c, 0, sizeof(*c)); /* span 0: clock_gettime() */
 	if (mode != EVS_CLOCK_AUTO)
-		return false;
+		return;
 	pthread_once(&proc.once, proc_calibrate);
 	if (!proc.usable)
-		return false;
+		return;
 	p = pair_read();
 	/* the longer baseline from the process's first pair, when it is */
 	m = p.ns - proc.start.ns >= FIRST_SLOPE_NS ? slope_of(&proc.start, &p) : 0;
 	c->mult = m ? m : proc.mult;
 	c->slope_tsc = p.tsc;
 	c->slope_ns = p.ns;
-	c->tsc = true;
 	clock_anchor(c, &p);
-	if (p.width > c->pair_max)
+	if (!pair_is_tight(&p, c->mult))
 		c->tsc0 = p.tsc - c->span; /* not a good anchor: the first read renews it */
-	return true;
-}
-
-static uint64_t clock_hand_out(struct evs_clock *c, uint64_t ns)
-{
-	if (ns < c->last_ns)
-		ns = c->last_ns;
-	c->last_ns = ns;
-	return ns;
 }
 
 uint64_t evs_clock_slow(struct evs_clock *c)
 {
 	struct clock_pair p;
 
-	if (!c->tsc)
-		return clock_hand_out(c, gettime_ns());
+	if (!evs_clock_uses_tsc(c))
+		return evs_clock_hand_out(c, gettime_ns());
 	p = pair_read();
 	/* the clock value itself is right whatever the pair's width; only a
 	 * tight pair becomes the anchor (else the next read tries again) */
-	if (p.width <= c->pair_max) {
+	if (pair_is_tight(&p, c->mult)) {
 		if (p.ns - c->slope_ns >= EVS_CLOCK_SLOPE_NS) {
 			struct clock_pair from = { .tsc = c->slope_tsc, .ns = c->slope_ns };
 			uint64_t m = slope_of(&from, &p);
 
 			if (!m || m > c->mult + c->mult / SLOPE_JUMP_DIV ||
 			    m < c->mult - c->mult / SLOPE_JUMP_DIV) {
-				clock_use_gettime(c);
-				return clock_hand_out(c, gettime_ns());
+				c->span = 0; /* clock_gettime() from now on */
+				return evs_clock_hand_out(c, gettime_ns());
 			}
 			c->mult = m;
 			c->slope_tsc = p.tsc;
@@ -231,5 +218,5 @@ uint64_t evs_clock_slow(struct evs_clock *c)
 		}
 		clock_anchor(c, &p);
 	}
-	return clock_hand_out(c, p.ns);
+	return evs_clock_hand_out(c, p.ns);
 }

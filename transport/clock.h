@@ -37,37 +37,50 @@ struct evs_clock {
 	uint64_t last_ns;    /* the last value handed out: never go back */
 	uint64_t slope_tsc;  /* where the baseline of the next slope starts */
 	uint64_t slope_ns;
-	uint64_t pair_max;   /* widest (TSC, clock) pair, in ticks, good as an anchor */
-	bool tsc;            /* false: clock_gettime() every time */
 };
 
 /* Set up a stream's clock; the first call in a process measures the TSC
- * rate (~2 ms). Returns whether the TSC is used. */
-EVS_HIDDEN bool evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode);
+ * rate (~2 ms). */
+EVS_HIDDEN void evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode);
 /* Out of the fast path: the anchor is old (or there is no TSC). */
 EVS_HIDDEN uint64_t evs_clock_slow(struct evs_clock *c);
 
-static __always_inline uint64_t evs_clock_now(struct evs_clock *c)
+/* span is 0 when the stream reads clock_gettime() for every record */
+static inline bool evs_clock_uses_tsc(const struct evs_clock *c)
+{
+	return c->span != 0;
+}
+
+/* The TSC, not ordered with the code around it; 0 where there is none
+ * (then span is 0 and every read goes to clock_gettime()). */
+static __always_inline uint64_t evs_tsc(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	/* not ordered (no lfence): the timestamp is one of the record's
-	 * stores, and an earlier read by a few cycles is within the error */
-	uint64_t t = __builtin_ia32_rdtsc();
-	uint64_t d = t - c->tsc0;
-	uint64_t ns;
+	return __builtin_ia32_rdtsc();
+#else
+	return 0;
+#endif
+}
 
-	/* span is 0 without a TSC: every call goes to clock_gettime() */
-	if (unlikely(d >= c->span))
-		return evs_clock_slow(c);
-	/* d < span keeps d * mult below 2^64 (evs_clock_init) */
-	ns = c->ns0 + ((d * c->mult) >> 32);
+/* Hand a value out, never below the last one. */
+static __always_inline uint64_t evs_clock_hand_out(struct evs_clock *c, uint64_t ns)
+{
 	if (unlikely(ns < c->last_ns))
 		ns = c->last_ns;
 	c->last_ns = ns;
 	return ns;
-#else
-	return evs_clock_slow(c);
-#endif
+}
+
+static __always_inline uint64_t evs_clock_now(struct evs_clock *c)
+{
+	/* not ordered (no lfence): the timestamp is one of the record's
+	 * stores, and an earlier read by a few cycles is within the error */
+	uint64_t d = evs_tsc() - c->tsc0;
+
+	if (unlikely(d >= c->span))
+		return evs_clock_slow(c);
+	/* d < span keeps d * mult below 2^64 (clock_anchor() in clock.c) */
+	return evs_clock_hand_out(c, c->ns0 + ((d * c->mult) >> 32));
 }
 
 #endif

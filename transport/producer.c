@@ -330,7 +330,7 @@ EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
 	evs_stats_from_shm(s->prod, s->cons, &full);
 	full.connected = (uint32_t)READ_ONCE(&s->active);
 	full.membarrier = full.connected && !READ_ONCE(&s->fence);
-	full.tsc_timestamps = s->timestamps && s->clock.tsc;
+	full.tsc_timestamps = s->timestamps && evs_clock_uses_tsc(&s->clock);
 	evs_stats_copy_out(st, &full);
 	return 0;
 }
