@@ -414,12 +414,15 @@ START_TEST(test_xproc_producer_crash_drains_then_epipe)
 }
 END_TEST
 
-/* emits 300 once a consumer is there, then dies */
+/* emits 300 once the consumer has its connection, then dies. The stream
+ * is live before the server's welcome has left, so "connected" alone
+ * would let this die before the consumer's handshake ends. */
 static int producer_emits_300_then_crashes(const void *name)
 {
 	struct evs_producer *p = evs_producer__new(name, 1, NULL);
 
-	if (!p || !child_says_ready() || !evs_wait_connected(p, 0, 1, 5000))
+	if (!p || !child_says_ready() || !evs_wait_connected(p, 0, 1, 5000) ||
+	    !child_waits_done())
 		return 1;
 	emit_all(p, 0, 0, 300);
 	raise(SIGKILL);
@@ -442,6 +445,7 @@ START_TEST(test_xproc_busy_peeker_sees_producer_crash)
 	pid = spawn(producer_emits_300_then_crashes, name, true);
 	c = evs_consumer__connect(name, 0, NULL);
 	ck_assert_msg(c, "%s", evs_errmsg());
+	sync_write(from_parent[1]);
 	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
 	while ((err = evs_consumer__peek(c, &rec)) == 0 || err == -EAGAIN) {
 		if (err == -EAGAIN) {
