@@ -359,6 +359,92 @@ START_TEST(test_ring_timestamps_follow_clock_monotonic)
 }
 END_TEST
 
+/*
+ * A deferred record becomes visible when it is published, and that is the
+ * time it carries: publish() (or the commit()/emit() that publishes it)
+ * reads the clock once for all of them. Bursts of 1 to 5 records of
+ * varied sizes in a 4 KiB ring, so that the stamping walks across the
+ * wrap; every third burst is published by an emit() instead. _i as in
+ * the test above.
+ */
+START_TEST(test_ring_deferred_records_take_the_publication_time)
+{
+	bool tsc_off = _i == 1;
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	struct evs_record rec;
+	uint64_t start, before, after, last = 0, seq = 0, bursts = 0, wraps = 0, prev_off = 0;
+	uint64_t slack;
+
+	if (tsc_off)
+		setenv("EVSTREAM_TSC", "off", 1);
+	p = evs_producer__new(NULL, 1, &o);
+	unsetenv("EVSTREAM_TSC");
+	ck_assert_msg(p, "producer: %s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(c, "consumer: %s", evs_errmsg());
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	slack = st.tsc_timestamps ? TSC_BOUND_NS : 0;
+	start = mono_ns();
+	do {
+		unsigned int k = 1 + bursts % 5;
+		bool by_emit = bursts % 3 == 2;
+		uint64_t ts = 0;
+
+		for (unsigned int i = 0; i < k; i++) {
+			size_t size = (seq * 13) % 41;
+			uint8_t *d = evs_producer__reserve(p, 0, 7, size);
+
+			ck_assert_ptr_nonnull(d);
+			memset(d, (int)(seq & 0xff), size);
+			ck_assert_int_eq(evs_producer__commit_deferred(p, 0), 0);
+			seq++;
+		}
+		ck_assert_int_eq(evs_consumer__peek(c, &rec), -EAGAIN);
+		before = mono_ns();
+		if (by_emit)
+			ck_assert_int_eq(evs_producer__emit(p, 0, 7, NULL, 0), 0);
+		else
+			ck_assert_int_eq(evs_producer__publish(p, 0), 0);
+		after = mono_ns();
+		for (unsigned int i = 0; i < k + by_emit; i++) {
+			uint64_t n = seq - k + i;
+			size_t size = i < k ? (n * 13) % 41 : 0;
+			uint64_t off;
+
+			ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+			ck_assert_uint_eq(rec.hdr.data_size, size);
+			for (size_t b = 0; b < size; b++)
+				ck_assert_uint_eq(((const uint8_t *)rec.data)[b], n & 0xff);
+			if (i == 0)
+				ts = rec.hdr.timestamp_ns;
+			ck_assert_msg(rec.hdr.timestamp_ns == ts,
+				      "burst %" PRIu64 " record %u: timestamp %" PRIu64
+				      ", the burst's first has %" PRIu64, bursts, i,
+				      rec.hdr.timestamp_ns, ts);
+			off = (uint64_t)(uintptr_t)rec.data;
+			wraps += off < prev_off;
+			prev_off = off;
+			evs_consumer__release(c);
+		}
+		seq += by_emit;
+		ck_assert_uint_ge(ts, last);
+		ck_assert_msg(ts + slack >= before && ts <= after + slack,
+			      "burst %" PRIu64 ": timestamp %" PRIu64 " outside [%" PRIu64 ", %" PRIu64 "]",
+			      bursts, ts, before, after);
+		last = ts;
+		bursts++;
+	} while (after - start < 20 * 1000000ull);
+	printf("%" PRIu64 " bursts, %" PRIu64 " records, %" PRIu64 " wraps of the ring\n", bursts,
+	       seq, wraps);
+	ck_assert_uint_gt(wraps, 0);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
 /* no_timestamps: no clock at all, timestamp_ns 0. */
 START_TEST(test_ring_no_timestamps_leaves_zero)
 {
@@ -658,6 +744,7 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_records_are_8_byte_aligned, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_sequence_gaps_equal_drops, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_timestamps_follow_clock_monotonic, 0, 2);
+	tcase_add_loop_test(tc, test_ring_deferred_records_take_the_publication_time, 0, 2);
 	tcase_add_test(tc, test_ring_no_timestamps_leaves_zero);
 	tcase_add_loop_test(tc, test_ring_discard_publishes_nothing, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_drops_when_no_consumer, 0, EVS_MODES);

@@ -72,6 +72,9 @@ EVS_HIDDEN int evs_map_attach(struct evs_map *m, int ctl_fd, int data_fd, uint64
 EVS_HIDDEN void evs_map_detach(struct evs_map *m);
 
 /* ------------------------------------------------------------ producer */
+/* Deferred records that share one clock read at most (producer.c). */
+#define EVS_UNSTAMPED_MAX 64
+
 struct evs_stream {
 	/* Hot fields, touched by the producer thread only. */
 	uint64_t prod_pos;        /* private copy of prod->prod_pos */
@@ -89,6 +92,9 @@ struct evs_stream {
 	uint64_t resv_size;
 	uint32_t resv_type;
 	bool timestamps;
+	/* Deferred records sealed since the last clock read, waiting for
+	 * the timestamp their publication gives them (producer.c). */
+	uint64_t unstamped;
 	struct evs_clock clock;   /* the timestamps' (clock.h) */
 	int efd;
 	/* 1: full fence after publishing; 0: the consumer uses membarrier().
@@ -109,6 +115,9 @@ struct evs_stream {
 	int burst_cause;          /* cause of the batch; it has one */
 	uint64_t batch_events0;   /* dropped_events[burst_cause] at the batch's start */
 	uint64_t batch_bytes0;    /* dropped_bytes[burst_cause] at the batch's start */
+	/* Where the unstamped deferred records' headers are: kept, not found
+	 * by walking the records, whose sizes would make a chain of loads. */
+	uint64_t unstamped_off[EVS_UNSTAMPED_MAX];
 
 	/* Cold. */
 	unsigned int core;

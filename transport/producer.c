@@ -131,7 +131,7 @@ static void stream_wake_slow(struct evs_stream *s)
  * header is written here, at once: a consumer waiting for this record
  * polls (and prefetches) this line, and stores split between reserve and
  * commit would hand it over twice. */
-static __always_inline void stream_seal(struct evs_stream *s)
+static __always_inline void stream_seal(struct evs_stream *s, uint64_t timestamp_ns)
 {
 	struct evs_event_header *h = (struct evs_event_header *)(s->data + s->prod_off);
 
@@ -139,7 +139,7 @@ static __always_inline void stream_seal(struct evs_stream *s)
 	h->type = s->resv_type;
 	h->flags = 0;
 	h->seq = s->produced;
-	h->timestamp_ns = s->timestamps ? evs_clock_now(&s->clock) : 0;
+	h->timestamp_ns = timestamp_ns;
 	/* old payload bytes are there after a wrap: reserved means zero */
 	memset(h->reserved, 0, sizeof(h->reserved));
 
@@ -150,6 +150,21 @@ static __always_inline void stream_seal(struct evs_stream *s)
 	if (s->prod_off >= s->cap)
 		s->prod_off -= s->cap;
 	s->resv_len = 0;
+}
+
+/* Give the deferred records sealed since the last clock read the time of
+ * this one: the publication about to make them visible, or the commit of
+ * one more than EVS_UNSTAMPED_MAX, which cannot wait longer. */
+static __attribute__((noinline)) void stream_stamp_deferred(struct evs_stream *s,
+							     uint64_t timestamp_ns)
+{
+	for (uint64_t i = 0; i < s->unstamped; i++) {
+		struct evs_event_header *h =
+			(struct evs_event_header *)(s->data + s->unstamped_off[i]);
+
+		h->timestamp_ns = timestamp_ns;
+	}
+	s->unstamped = 0;
 }
 
 /* Make every sealed record visible: one release store, one wake check. */
@@ -174,14 +189,28 @@ static __always_inline void stream_publish(struct evs_stream *s)
 		stream_wake_slow(s);
 }
 
-void evs_stream_publish(struct evs_stream *s)
+/* publish() and free: deferred records take one clock read between them. */
+static void stream_publish_deferred(struct evs_stream *s)
 {
+	if (s->unstamped)
+		stream_stamp_deferred(s, evs_clock_now(&s->clock));
 	stream_publish(s);
 }
 
+void evs_stream_publish(struct evs_stream *s)
+{
+	stream_publish_deferred(s);
+}
+
+/* One clock read stamps the record and any deferred ones before it, so
+ * that timestamps never go back along the stream. */
 static __always_inline void stream_commit(struct evs_stream *s)
 {
-	stream_seal(s);
+	uint64_t ts = s->timestamps ? evs_clock_now(&s->clock) : 0;
+
+	if (unlikely(s->unstamped))
+		stream_stamp_deferred(s, ts);
+	stream_seal(s, ts);
 	stream_publish(s);
 }
 
@@ -228,7 +257,13 @@ EVS_API int evs_producer__commit_deferred(struct evs_producer *p, unsigned int c
 
 	if (!s || !s->resv_len)
 		return -EINVAL;
-	stream_seal(s);
+	/* stamped when published: one clock read per publication */
+	if (s->timestamps) {
+		if (unlikely(s->unstamped == EVS_UNSTAMPED_MAX))
+			stream_stamp_deferred(s, evs_clock_now(&s->clock));
+		s->unstamped_off[s->unstamped++] = s->prod_off;
+	}
+	stream_seal(s, 0);
 	return 0;
 }
 
@@ -238,7 +273,7 @@ EVS_API int evs_producer__publish(struct evs_producer *p, unsigned int core)
 
 	if (!s)
 		return -EINVAL;
-	stream_publish(s);
+	stream_publish_deferred(s);
 	return 0;
 }
 

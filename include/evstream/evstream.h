@@ -43,7 +43,7 @@ struct evs_event_header {
 	uint32_t type;          /* event type (1 = debug tensor read) */
 	uint32_t flags;         /* reserved, 0 */
 	uint64_t seq;           /* per-stream sequence: counts every emit, dropped ones too */
-	uint64_t timestamp_ns;  /* CLOCK_MONOTONIC at commit */
+	uint64_t timestamp_ns;  /* CLOCK_MONOTONIC at commit (deferred: at publication) */
 	uint8_t reserved[32];
 };
 
@@ -178,7 +178,8 @@ EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core);
  * publication (one cache-line transfer to the consumer, one wake check)
  * instead of one each. Records are also published by the next commit() or
  * emit(), and when the producer is freed. Until then the consumer neither
- * sees them nor is woken for them.
+ * sees them nor is woken for them. Their timestamp is the time of that
+ * publication: one clock read for the burst (for at most 64 records).
  */
 EVS_API int evs_producer__commit_deferred(struct evs_producer *p, unsigned int core);
 EVS_API int evs_producer__publish(struct evs_producer *p, unsigned int core);
