@@ -142,6 +142,11 @@ static void targets(void)
 	       50, true, "x");
 	target("64 B deferred32, no timestamps, x pipe",
 	       tput_ratio("deferred32/normal/no-ts", 64, false), 50, true, "x");
+	target("64 B deferred32, x pipe", tput_ratio("deferred32/normal", 64, false), 50, true, "x");
+	target("64 B zero-copy, consumer stays away 20 us, x pipe",
+	       tput_ratio("zcdelay/normal", 64, false), 50, true, "x");
+	target("64 B zero-copy, stays away, no timestamps, x pipe",
+	       tput_ratio("zcdelay/normal/no-ts", 64, false), 50, true, "x");
 	target("1 MiB zero-copy GB/s, x memcpy", tput_ratio("zerocopy/normal", 1 << 20, true), 0.8, true, "x");
 	target("1 MiB zero-copy huge pages GB/s, x memcpy", tput_ratio("zerocopy/huge", 1 << 20, true), 0.8, true, "x");
 	target("busy-poll p50, x cache-line one-way",

@@ -13,8 +13,10 @@ trap 'rm -rf "$out"' EXIT
 
 "$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant zerocopy/normal \
 	--rounds 2 --plot-dir "$out" > "$out/tput.json" 2> "$out/tput.log" || { cat "$out/tput.log"; echo "FAIL: evs-bench tput"; exit 1; }
-"$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant zcwait \
-	--rounds 1 > "$out/zcwait.json" 2> "$out/zcwait.log" || { cat "$out/zcwait.log"; echo "FAIL: evs-bench tput zcwait"; exit 1; }
+for v in zcwait zcdelay; do
+	"$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant $v \
+		--rounds 1 > "$out/$v.json" 2> "$out/$v.log" || { cat "$out/$v.log"; echo "FAIL: evs-bench tput $v"; exit 1; }
+done
 "$bin" --quick --json --only limits > "$out/limits.json" 2> "$out/limits.log" || { cat "$out/limits.log"; echo "FAIL: evs-bench limits"; exit 1; }
 "$bin" --quick --json --only cost > "$out/cost.json" 2> "$out/cost.log" || { cat "$out/cost.log"; echo "FAIL: evs-bench cost"; exit 1; }
 "$bin" --quick --json --only drops > "$out/drops.json" 2> "$out/drops.log" || { cat "$out/drops.log"; echo "FAIL: evs-bench drops"; exit 1; }
@@ -66,7 +68,7 @@ table_bad "--main 2: must be 1 to 1" --main 2 docs/bench-results-latest.json
 table_bad "--main needs a run number, got x" --main x docs/bench-results-latest.json
 table_bad "$out/none.json: " "$out/none.json"
 
-"$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" "$out/lat.json" "$out/limits.json" "$out/zcwait.json" <<'PY' || exit 1
+"$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" "$out/lat.json" "$out/limits.json" "$out/zcwait.json" "$out/zcdelay.json" <<'PY' || exit 1
 import json, sys
 t = json.load(open(sys.argv[1]))
 limits = json.load(open(sys.argv[5]))["limits"]
@@ -93,6 +95,10 @@ assert t["clocksource"] == "tsc" or t["producer_clock"] == "clock_gettime", t["c
 # the zero-copy path with a consumer that sleeps on the eventfd when empty
 z = [x for x in json.load(open(sys.argv[6]))["throughput"] if x.get("variant") == "zcwait/normal"]
 assert len(z) == 1 and z[0]["events_s"] > 0 and z[0]["x_pipe"] > 0, z
+# ... and with one that stays away from an empty ring, with and without timestamps
+z = {x["variant"]: x for x in json.load(open(sys.argv[7]))["throughput"]}
+assert sorted(z) == ["zcdelay/normal", "zcdelay/normal/no-ts"], sorted(z)
+assert all(x["events_s"] > 0 and x["x_pipe"] > 0 for x in z.values()), z
 # the limits and alternatives of a payload size are on its rows, once
 assert "alternatives" not in t and "memcpy" not in t, sorted(t)
 # tput divides by limits measured in its own rounds: the overview is not run

@@ -7,6 +7,8 @@
  *   batch    evs_producer__reserve()/commit() + evs_consumer__consume()
  *   zcwait   as zerocopy, but the consumer sleeps in evs_consumer__wait()
  *            when the ring is empty instead of spinning on peek()
+ *   zcdelay  as zerocopy, but the consumer that finds the ring empty waits
+ *            ZCDELAY_NS on its own clock before it looks again
  *   deferred32  as zerocopy, 32 records per publication
  * Every path moves the same bytes: the producer copies the payload from a
  * hot source buffer (into the ring directly for reserve/commit), and the
@@ -24,11 +26,21 @@
 #include "evstream/evstream.h"
 #include "nrt/ndebug_stream.h"
 
-enum path { P_COPY, P_ZEROCOPY, P_BATCH, P_DEFERRED, P_ZCWAIT };
-static const char *const path_names[] = { "copy", "zerocopy", "batch", "deferred32", "zcwait" };
+enum path { P_COPY, P_ZEROCOPY, P_BATCH, P_DEFERRED, P_ZCWAIT, P_ZCDELAY };
+static const char *const path_names[] = { "copy", "zerocopy", "batch", "deferred32", "zcwait", "zcdelay" };
 
 /* P_DEFERRED: zero-copy records published in bursts of this many */
 #define DEFERRED_BURST 32
+
+/*
+ * P_ZCDELAY: how long a consumer that found the ring empty stays away. A
+ * consumer that looks again at once reads prod_pos and the next header
+ * while the producer writes them, and every record's lines cross between
+ * the cores twice (docs/benchmarks.md); one that stays away ~20 us finds
+ * thousands of records and reads them from behind. What it costs is
+ * latency: up to this much, about what a sleeping consumer's wakeup costs.
+ */
+#define ZCDELAY_NS 20000
 
 struct tp {
 	enum path path;
@@ -138,7 +150,7 @@ static void *tp_consumer(void *arg)
 			struct pollfd pfd = { .fd = t->nrt_fd, .events = POLLIN };
 
 			poll(&pfd, 1, 1);
-		} else if (t->path == P_ZEROCOPY || t->path == P_DEFERRED || t->path == P_ZCWAIT) {
+		} else if (t->path != P_BATCH) {
 			int err = evs_consumer__peek(t->c, &rec);
 
 			if (err == 0) {
@@ -155,6 +167,8 @@ static void *tp_consumer(void *arg)
 			 * bound only lets the drained check above run */
 			if (t->path == P_ZCWAIT)
 				evs_consumer__wait(t->c, 1);
+			else if (t->path == P_ZCDELAY)
+				bench_spin_until(cli_now_ns() + ZCDELAY_NS);
 			else
 				cpu_relax();
 		} else {
@@ -265,6 +279,7 @@ static const struct variant variants[] = {
 	{ P_ZEROCOPY, false, true },  { P_BATCH, false, true },
 	{ P_DEFERRED, false, false }, { P_DEFERRED, false, true },
 	{ P_ZCWAIT, false, false },
+	{ P_ZCDELAY, false, false }, { P_ZCDELAY, false, true },
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
