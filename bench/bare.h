@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "evstream/evstream.h"
+
 struct bare_ring {
 	uint8_t *area;
 	uint64_t cap;
@@ -44,7 +46,7 @@ static inline bool bare_push(struct bare_ring *b, struct bare_side *p, const voi
 			return false;
 	}
 	h = (uint64_t *)(b->area + p->off);
-	memcpy(h + 8, src, size);
+	evs_ring_copy(h + 8, src, size); /* evstream's copy: the same bytes the same way */
 	h[0] = size;
 	h[1] = 1;
 	h[2] = seq;

@@ -11,7 +11,8 @@
  *            ZCDELAY_NS on its own clock before it looks again
  *   deferred32  as zerocopy, 32 records per publication
  * Every path moves the same bytes: the producer copies the payload from a
- * hot source buffer (into the ring directly for reserve/commit), and the
+ * hot source buffer (into the ring directly for reserve/commit, with
+ * evs_ring_copy() as emit and emit_tensor do), and the
  * consumer reads it (read_one_event copies it out; peek and consume touch
  * every cache line in place).
  */
@@ -91,7 +92,7 @@ static void *tp_producer(void *arg)
 				warn("reserve: %s", strerror(errno));
 				break;
 			}
-			memcpy(d, t->src, t->size);
+			evs_ring_copy(d, t->src, t->size);
 			if (t->path == P_DEFERRED) {
 				evs_producer__commit_deferred(t->p, 0);
 				if ((n + 1) % DEFERRED_BURST == 0)
@@ -286,6 +287,7 @@ static const struct variant variants[] = {
 /* Everything measured for one payload size, round by round. */
 struct payload_rounds {
 	double memcpy_ev[MAX_ROUNDS], pipe[MAX_ROUNDS], sock[MAX_ROUNDS], bare[MAX_ROUNDS];
+	double ring_copy_ev[MAX_ROUNDS]; /* evs_ring_copy() alone; payloads that it streams */
 	double ev[NVARIANTS][MAX_ROUNDS];
 	double empty[NVARIANTS][MAX_ROUNDS]; /* consumer found the ring empty, per event */
 	bool run[NVARIANTS];
@@ -316,6 +318,7 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 			  bool *huge_skipped)
 {
 	pr->memcpy_ev[r] = size ? limit_memcpy(size).ev_s : 0;
+	pr->ring_copy_ev[r] = size >= EVS_RING_COPY_STREAMING ? limit_ring_copy(size).ev_s : NAN;
 	pr->pipe[r] = alt_measure(false, size, src).ev_s;
 	pr->sock[r] = alt_measure(true, size, src).ev_s;
 	pr->bare[r] = bare_measure(size, src).ev_s;
@@ -349,7 +352,7 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 /* The medians over the rounds of what one payload size's variants are
  * compared with. */
 struct payload_limits {
-	struct tput memcpy, pipe, sock, bare;
+	struct tput memcpy, pipe, sock, bare, ring_copy;
 };
 
 static void report_variant(const struct payload_rounds *pr, size_t k, int rounds,
@@ -364,6 +367,7 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	double xb = paired_ratio(pr->ev[k], pr->bare, rounds);
 	/* same bytes per event on both sides: the events/s ratio is the GB/s one */
 	double xm = size ? paired_ratio(pr->ev[k], pr->memcpy_ev, rounds) : NAN;
+	double xc = paired_ratio(pr->ev[k], pr->ring_copy_ev, rounds);
 	double q[MAX_ROUNDS], lo, hi;
 
 	variant_name(v, name, sizeof(name));
@@ -394,9 +398,13 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	rep_num("x_socket", xs);
 	rep_num("x_bare_ring", xb);
 	rep_num("x_memcpy", xm);
+	/* from EVS_RING_COPY_STREAMING on, the producer's copy streams past its
+	 * caches and can beat memcpy: this says by how much of its own limit */
+	rep_num("x_ring_copy", xc);
 	/* the figures the ratios divide by, on every row so that a row reads
 	 * alone (bench/table.py takes them from the rows) */
 	rep_num("memcpy_gb_s", size ? pl->memcpy.gb_s : NAN);
+	rep_num("ring_copy_gb_s", pl->ring_copy.gb_s);
 	rep_num("pipe_events_s", pl->pipe.ev_s);
 	rep_num("socket_events_s", pl->sock.ev_s);
 	rep_num("bare_ring_events_s", pl->bare.ev_s);
@@ -449,6 +457,7 @@ void tput_run(void)
 		}
 		progress_done();
 		pl.memcpy = tput_of(median(pr->memcpy_ev, rounds), size);
+		pl.ring_copy = tput_of(median(pr->ring_copy_ev, rounds), size);
 		pl.pipe = tput_of(median(pr->pipe, rounds), size);
 		pl.sock = tput_of(median(pr->sock, rounds), size);
 		pl.bare = tput_of(median(pr->bare, rounds), size);
@@ -456,6 +465,9 @@ void tput_run(void)
 		    "GB/s", "x pipe", "x socket", "x bare", "x memcpy");
 		if (size)
 			report_limit("  limit: memcpy", &pl.memcpy, size, "memcpy");
+		if (size >= EVS_RING_COPY_STREAMING)
+			say("  %-24s %8zu %13.0f %8.3f %29s %9.2f\n", "limit: evs_ring_copy", size,
+			    pl.ring_copy.ev_s, pl.ring_copy.gb_s, "", paired_ratio(pr->ring_copy_ev, pr->memcpy_ev, rounds));
 		report_limit("  limit: bare SPSC ring", &pl.bare, size, "bare");
 		report_limit("  alternative: pipe", &pl.pipe, size, "pipe");
 		report_limit("  alternative: socket", &pl.sock, size, "socket");

@@ -729,6 +729,93 @@ START_TEST(test_ring_deferred_commit_publishes_in_order)
 }
 END_TEST
 
+/*
+ * evs_ring_copy() is memcpy() whatever the size and alignment: below
+ * EVS_RING_COPY_STREAMING through memcpy, from there on with streaming
+ * stores after a head up to a cache line and before a tail. Every byte
+ * lands, and none next to the destination is touched.
+ */
+START_TEST(test_ring_copy_is_exact)
+{
+	const size_t T = EVS_RING_COPY_STREAMING;
+	const size_t sizes[] = { 0, 1, 63, 64, T - 1, T, T + 1, T + 63, T + 64, 3 * T + 17 };
+	const size_t shifts[] = { 0, 1, 8, 63 };
+	size_t cap = 3 * T + 17 + 64 + 2 * 64;
+	uint8_t *src = malloc(cap), *buf = aligned_alloc(64, cap + 64);
+
+	ck_assert_ptr_nonnull(src);
+	ck_assert_ptr_nonnull(buf);
+	for (size_t i = 0; i < cap; i++)
+		src[i] = (uint8_t)(i * 131 + 7);
+	for (size_t a = 0; a < sizeof(sizes) / sizeof(sizes[0]); a++)
+		for (size_t b = 0; b < sizeof(shifts) / sizeof(shifts[0]); b++) {
+			size_t n = sizes[a], at = 64 + shifts[b];
+
+			memset(buf, 0xee, cap + 64);
+			evs_ring_copy(buf + at, src + shifts[b], n);
+			ck_assert_msg(memcmp(buf + at, src + shifts[b], n) == 0,
+				      "%zu bytes at +%zu: copy differs", n, shifts[b]);
+			for (size_t k = 0; k < at; k++)
+				ck_assert_uint_eq(buf[k], 0xee);
+			for (size_t k = at + n; k < cap + 64; k++)
+				ck_assert_msg(buf[k] == 0xee, "%zu bytes at +%zu: byte %zu after the end written",
+					      n, shifts[b], k - at - n);
+		}
+	free(src);
+	free(buf);
+}
+END_TEST
+
+/* Large payloads through emit() and emit_tensor() (contiguous, and a
+ * strided view whose rows are streamed one by one) arrive byte for byte,
+ * at offsets that are not cache-line aligned in the ring. */
+START_TEST(test_ring_large_payloads_arrive_whole)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 1 << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	const uint64_t rows = 3, cols = EVS_RING_COPY_STREAMING / 4 + 5; /* float32 rows > T */
+	const size_t n = 2 * EVS_RING_COPY_STREAMING + 24;
+	uint64_t shape[2] = { rows, cols };
+	int64_t strides[2] = { (int64_t)((cols + 3) * 4), 4 }; /* padded rows */
+	uint8_t *src = malloc(rows * (cols + 3) * 4);
+	struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+	struct evs_consumer *c;
+	struct evs_record rec;
+
+	ck_assert_ptr_nonnull(src);
+	ck_assert_msg(p, "producer: %s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(c, "consumer: %s", evs_errmsg());
+	fill_pattern(src, rows * (cols + 3) * 4, 5);
+	ck_assert_int_eq(evs_producer__emit(p, 0, 1, src, 8), 0); /* the next starts at +136 */
+	ck_assert_int_eq(evs_producer__emit(p, 0, 1, src + 3, n), 0);
+	struct evs_tensor flat = { .prefix = "flat", .pipe = 1, .dtype = "uint8", .ndim = 1,
+				   .shape = (uint64_t[]){ n }, .data = src + 1 };
+	struct evs_tensor view = { .prefix = "view", .pipe = 1, .dtype = "float32", .ndim = 2,
+				   .shape = shape, .strides = strides, .data = src };
+	ck_assert_int_eq(evs_producer__emit_tensor(p, 0, &flat), 0);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+	evs_consumer__release(c);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.data_size, n);
+	ck_assert(memcmp(rec.data, src + 3, n) == 0);
+	evs_consumer__release(c);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.data_size, 1024 + n);
+	ck_assert(memcmp((const uint8_t *)rec.data + 1024, src + 1, n) == 0);
+	evs_consumer__release(c);
+	ck_assert_int_eq(evs_producer__emit_tensor(p, 0, &view), 0);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.data_size, 1024 + rows * cols * 4);
+	for (uint64_t r = 0; r < rows; r++)
+		ck_assert_msg(memcmp((const uint8_t *)rec.data + 1024 + r * cols * 4,
+				     src + r * (uint64_t)strides[0], cols * 4) == 0, "row %" PRIu64, r);
+	evs_consumer__release(c);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+	free(src);
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
 	Suite *s = suite_create("ring");
@@ -752,6 +839,8 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_tensor_gathers_strided_view, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_tensor_scalar_empty_and_print, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_deferred_commit_publishes_in_order, 0, EVS_MODES);
+	tcase_add_test(tc, test_ring_copy_is_exact);
+	tcase_add_test(tc, test_ring_large_payloads_arrive_whole);
 	suite_add_tcase(s, tc);
 	return s;
 }

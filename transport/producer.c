@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "ringcopy.h"
 #include "probes.h"
 
 static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int core)
@@ -298,9 +299,7 @@ static __attribute__((noinline)) int stream_write(struct evs_stream *s, uint32_t
 	if (unlikely(s->burst_events))
 		evs_stream_drop_burst_end(s);
 	dst = stream_open(s, type, size);
-	/* memcpy from NULL is undefined even for 0 bytes */
-	if (size)
-		memcpy(dst, data, size);
+	ring_copy(dst, data, size);
 	stream_commit(s);
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ringcopy.h"
 #include "nrt/ndebug_stream.h"
 
 _Static_assert(sizeof(struct evs_event_header) == sizeof(ndebug_stream_event_header_t), "hdr");
@@ -34,7 +35,7 @@ EVS_API uint32_t evs_dtype_size(const char *dtype)
 
 /*
  * Copy a strided view into dst in C order. Trailing dimensions that are
- * contiguous in the source are merged into one block copied with memcpy;
+ * contiguous in the source are merged into one block copied at once;
  * the outer dimensions are walked with an odometer.
  */
 static void gather(uint8_t *dst, const uint8_t *src, uint32_t ndim, const uint64_t *shape,
@@ -51,7 +52,7 @@ static void gather(uint8_t *dst, const uint8_t *src, uint32_t ndim, const uint64
 	for (int i = 0; i < k; i++)
 		outer *= shape[i];
 	for (uint64_t n = 0; n < outer; n++) {
-		memcpy(dst, at, block);
+		ring_copy(dst, at, block);
 		dst += block;
 		for (int d = k - 1; d >= 0; d--) {
 			at += strides[d];
@@ -131,7 +132,7 @@ EVS_API int evs_producer__emit_tensor(struct evs_producer *p, unsigned int core,
 		if (t->strides && t->ndim)
 			gather((uint8_t *)pl->tensor_data, t->data, t->ndim, t->shape, t->strides, esz);
 		else
-			memcpy(pl->tensor_data, t->data, bytes);
+			ring_copy(pl->tensor_data, t->data, bytes);
 	}
 	return evs_producer__commit(p, core);
 }

@@ -172,6 +172,16 @@ EVS_API int evs_producer__commit(struct evs_producer *p, unsigned int core);
 EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core);
 
 /*
+ * Copy n bytes into space that evs_producer__reserve() returned, before the
+ * commit: memcpy() below EVS_RING_COPY_STREAMING bytes; from there on,
+ * non-temporal stores that leave the producer's caches alone (it will not
+ * read the payload again; the consumer reads it on another core). emit()
+ * and emit_tensor() copy with it.
+ */
+#define EVS_RING_COPY_STREAMING (64 * 1024)
+EVS_API void evs_ring_copy(void *dst, const void *src, size_t n);
+
+/*
  * Deferred publication: commit_deferred() finishes the reserved record like
  * commit() but leaves it invisible; publish() makes every such record of the
  * stream visible at once, in order. A burst of small records then costs one
