@@ -741,7 +741,8 @@ START_TEST(test_ring_copy_is_exact)
 	const size_t sizes[] = { 0, 1, 63, 64, T - 1, T, T + 1, T + 63, T + 64, 3 * T + 17 };
 	const size_t shifts[] = { 0, 1, 8, 63 };
 	size_t cap = 3 * T + 17 + 64 + 2 * 64;
-	uint8_t *src = malloc(cap), *buf = aligned_alloc(64, cap + 64);
+	size_t bufsz = (cap + 64 + 63) / 64 * 64; /* aligned_alloc: a multiple of 64 */
+	uint8_t *src = malloc(cap), *buf = aligned_alloc(64, bufsz);
 
 	ck_assert_ptr_nonnull(src);
 	ck_assert_ptr_nonnull(buf);
@@ -751,13 +752,13 @@ START_TEST(test_ring_copy_is_exact)
 		for (size_t b = 0; b < sizeof(shifts) / sizeof(shifts[0]); b++) {
 			size_t n = sizes[a], at = 64 + shifts[b];
 
-			memset(buf, 0xee, cap + 64);
+			memset(buf, 0xee, bufsz);
 			evs_ring_copy(buf + at, src + shifts[b], n);
 			ck_assert_msg(memcmp(buf + at, src + shifts[b], n) == 0,
 				      "%zu bytes at +%zu: copy differs", n, shifts[b]);
 			for (size_t k = 0; k < at; k++)
 				ck_assert_uint_eq(buf[k], 0xee);
-			for (size_t k = at + n; k < cap + 64; k++)
+			for (size_t k = at + n; k < bufsz; k++)
 				ck_assert_msg(buf[k] == 0xee, "%zu bytes at +%zu: byte %zu after the end written",
 					      n, shifts[b], k - at - n);
 		}
