@@ -303,6 +303,29 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A producer with one 4 KiB stream and its consumer, on the TSC clock
+ * (tsc_off false) or on clock_gettime(); returns the slack a timestamp
+ * may have against clock_gettime(), after checking the library chose the
+ * clock an independent look at the machine says it should. */
+#define TSC_BOUND_NS 1000
+static uint64_t clocked_pair(bool tsc_off, struct evs_producer **p, struct evs_consumer **c)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+
+	if (tsc_off)
+		setenv("EVSTREAM_TSC", "off", 1);
+	*p = evs_producer__new(NULL, 1, &o);
+	unsetenv("EVSTREAM_TSC");
+	ck_assert_msg(*p, "producer: %s", evs_errmsg());
+	*c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(*c, "consumer: %s", evs_errmsg());
+	ck_assert_int_eq(evs_producer__stats(*p, 0, &st), 0);
+	ck_assert_uint_eq(st.tsc_timestamps, !tsc_off && machine_has_tsc_clock());
+	printf("timestamps from %s\n", st.tsc_timestamps ? "the TSC" : "clock_gettime()");
+	return st.tsc_timestamps ? TSC_BOUND_NS : 0;
+}
+
 /*
  * timestamp_ns is CLOCK_MONOTONIC at commit, read from the TSC (_i 0) or
  * from clock_gettime() (_i 1, EVSTREAM_TSC=off). Every event is emitted
@@ -311,29 +334,14 @@ static uint64_t mono_ns(void)
  * timestamp may stray by the documented bound, 1 us; from clock_gettime()
  * it may not stray at all. Never backwards.
  */
-#define TSC_BOUND_NS 1000
 START_TEST(test_ring_timestamps_follow_clock_monotonic)
 {
-	bool tsc_off = _i == 1;
-	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
-	struct evs_stream_stats st = { .sz = sizeof(st) };
 	struct evs_producer *p;
 	struct evs_consumer *c;
 	struct evs_record rec;
 	uint64_t start, before, after, last = 0, n = 0, worst_early = 0, worst_late = 0;
-	uint64_t slack;
+	uint64_t slack = clocked_pair(_i == 1, &p, &c);
 
-	if (tsc_off)
-		setenv("EVSTREAM_TSC", "off", 1);
-	p = evs_producer__new(NULL, 1, &o);
-	unsetenv("EVSTREAM_TSC");
-	ck_assert_msg(p, "producer: %s", evs_errmsg());
-	c = evs_consumer__connect(NULL, 0, NULL);
-	ck_assert_msg(c, "consumer: %s", evs_errmsg());
-	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
-	ck_assert_uint_eq(st.tsc_timestamps, !tsc_off && machine_has_tsc_clock());
-	printf("timestamps from %s\n", st.tsc_timestamps ? "the TSC" : "clock_gettime()");
-	slack = st.tsc_timestamps ? TSC_BOUND_NS : 0;
 	start = mono_ns();
 	do {
 		before = mono_ns();
@@ -369,24 +377,12 @@ END_TEST
  */
 START_TEST(test_ring_deferred_records_take_the_publication_time)
 {
-	bool tsc_off = _i == 1;
-	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
-	struct evs_stream_stats st = { .sz = sizeof(st) };
 	struct evs_producer *p;
 	struct evs_consumer *c;
 	struct evs_record rec;
 	uint64_t start, before, after, last = 0, seq = 0, bursts = 0, wraps = 0, prev_off = 0;
-	uint64_t slack;
+	uint64_t slack = clocked_pair(_i == 1, &p, &c);
 
-	if (tsc_off)
-		setenv("EVSTREAM_TSC", "off", 1);
-	p = evs_producer__new(NULL, 1, &o);
-	unsetenv("EVSTREAM_TSC");
-	ck_assert_msg(p, "producer: %s", evs_errmsg());
-	c = evs_consumer__connect(NULL, 0, NULL);
-	ck_assert_msg(c, "consumer: %s", evs_errmsg());
-	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
-	slack = st.tsc_timestamps ? TSC_BOUND_NS : 0;
 	start = mono_ns();
 	do {
 		unsigned int k = 1 + bursts % 5;
