@@ -441,6 +441,46 @@ START_TEST(test_ring_deferred_records_take_the_publication_time)
 }
 END_TEST
 
+/* A burst longer than the 64 offsets the producer keeps: the first 64 take
+ * the time of the 65th commit, the rest that of the publication, and the
+ * stream's timestamps still never go back. Small records in a 64 KiB ring. */
+START_TEST(test_ring_long_deferred_burst_stays_in_order)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 65536, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+	struct evs_consumer *c;
+	struct evs_record rec;
+	uint64_t first = 0, last = 0, before, after;
+
+	ck_assert_msg(p, "producer: %s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(c, "consumer: %s", evs_errmsg());
+	for (int i = 0; i < 200; i++) {
+		ck_assert_ptr_nonnull(evs_producer__reserve(p, 0, 1, 8));
+		ck_assert_int_eq(evs_producer__commit_deferred(p, 0), 0);
+	}
+	before = mono_ns();
+	ck_assert_int_eq(evs_producer__publish(p, 0), 0);
+	after = mono_ns();
+	for (int i = 0; i < 200; i++) {
+		ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+		ck_assert_uint_ne(rec.hdr.timestamp_ns, 0);
+		ck_assert_uint_ge(rec.hdr.timestamp_ns, last);
+		if (i == 0)
+			first = rec.hdr.timestamp_ns;
+		if (i < 64)
+			ck_assert_uint_eq(rec.hdr.timestamp_ns, first);
+		last = rec.hdr.timestamp_ns;
+		evs_consumer__release(c);
+	}
+	ck_assert_uint_lt(first, before + TSC_BOUND_NS); /* stamped before publish() */
+	ck_assert_uint_le(last, after + TSC_BOUND_NS);
+	ck_assert_uint_ge(last + TSC_BOUND_NS, before); /* the last ones, by publish() */
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
 /* no_timestamps: no clock at all, timestamp_ns 0. */
 START_TEST(test_ring_no_timestamps_leaves_zero)
 {
@@ -829,6 +869,7 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_sequence_gaps_equal_drops, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_timestamps_follow_clock_monotonic, 0, 2);
 	tcase_add_loop_test(tc, test_ring_deferred_records_take_the_publication_time, 0, 2);
+	tcase_add_test(tc, test_ring_long_deferred_burst_stays_in_order);
 	tcase_add_test(tc, test_ring_no_timestamps_leaves_zero);
 	tcase_add_loop_test(tc, test_ring_discard_publishes_nothing, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_drops_when_no_consumer, 0, EVS_MODES);
