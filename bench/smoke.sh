@@ -15,7 +15,8 @@ trap 'rm -rf "$out"' EXIT
 	--rounds 2 --plot-dir "$out" > "$out/tput.json" 2> "$out/tput.log" || { cat "$out/tput.log"; echo "FAIL: evs-bench tput"; exit 1; }
 for v in zcwait zcdelay; do
 	"$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant $v \
-		--rounds 1 > "$out/$v.json" 2> "$out/$v.log" || { cat "$out/$v.log"; echo "FAIL: evs-bench tput $v"; exit 1; }
+		--rounds 1 > "$out/$v.json" 2> "$out/$v.log" ||
+		{ cat "$out/$v.log"; echo "FAIL: evs-bench tput $v"; exit 1; }
 done
 "$bin" --quick --json --only limits > "$out/limits.json" 2> "$out/limits.log" || { cat "$out/limits.log"; echo "FAIL: evs-bench limits"; exit 1; }
 "$bin" --quick --json --only cost > "$out/cost.json" 2> "$out/cost.log" || { cat "$out/cost.log"; echo "FAIL: evs-bench cost"; exit 1; }

@@ -28,7 +28,8 @@
 #include "nrt/ndebug_stream.h"
 
 enum path { P_COPY, P_ZEROCOPY, P_BATCH, P_DEFERRED, P_ZCWAIT, P_ZCDELAY };
-static const char *const path_names[] = { "copy", "zerocopy", "batch", "deferred32", "zcwait", "zcdelay" };
+static const char *const path_names[] = { "copy",       "zerocopy", "batch",
+					   "deferred32", "zcwait",   "zcdelay" };
 
 /* P_DEFERRED: zero-copy records published in bursts of this many */
 #define DEFERRED_BURST 32
@@ -467,7 +468,8 @@ void tput_run(void)
 			report_limit("  limit: memcpy", &pl.memcpy, size, "memcpy");
 		if (size >= EVS_RING_COPY_STREAMING)
 			say("  %-24s %8zu %13.0f %8.3f %29s %9.2f\n", "limit: evs_ring_copy", size,
-			    pl.ring_copy.ev_s, pl.ring_copy.gb_s, "", paired_ratio(pr->ring_copy_ev, pr->memcpy_ev, rounds));
+			    pl.ring_copy.ev_s, pl.ring_copy.gb_s, "",
+			    paired_ratio(pr->ring_copy_ev, pr->memcpy_ev, rounds));
 		report_limit("  limit: bare SPSC ring", &pl.bare, size, "bare");
 		report_limit("  alternative: pipe", &pl.pipe, size, "pipe");
 		report_limit("  alternative: socket", &pl.sock, size, "socket");

@@ -53,6 +53,16 @@ static struct evs_stream_stats stats_of(struct ring *r)
 	return st;
 }
 
+/* A producer of one stream with these options, and its in-process consumer. */
+static void pair_open(const struct evs_producer_opts *o, struct evs_producer **p,
+		      struct evs_consumer **c)
+{
+	*p = evs_producer__new(NULL, 1, o);
+	ck_assert_msg(*p, "producer: %s", evs_errmsg());
+	*c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(*c, "consumer: %s", evs_errmsg());
+}
+
 static void fill_pattern(uint8_t *b, size_t n, uint64_t seed)
 {
 	for (size_t i = 0; i < n; i++)
@@ -315,11 +325,8 @@ static uint64_t clocked_pair(bool tsc_off, struct evs_producer **p, struct evs_c
 
 	if (tsc_off)
 		setenv("EVSTREAM_TSC", "off", 1);
-	*p = evs_producer__new(NULL, 1, &o);
+	pair_open(&o, p, c);
 	unsetenv("EVSTREAM_TSC");
-	ck_assert_msg(*p, "producer: %s", evs_errmsg());
-	*c = evs_consumer__connect(NULL, 0, NULL);
-	ck_assert_msg(*c, "consumer: %s", evs_errmsg());
 	ck_assert_int_eq(evs_producer__stats(*p, 0, &st), 0);
 	ck_assert_uint_eq(st.tsc_timestamps, !tsc_off && machine_has_tsc_clock());
 	printf("timestamps from %s\n", st.tsc_timestamps ? "the TSC" : "clock_gettime()");
@@ -447,14 +454,12 @@ END_TEST
 START_TEST(test_ring_long_deferred_burst_stays_in_order)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 65536, .hugepages = EVS_HUGEPAGES_OFF);
-	struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+	struct evs_producer *p;
 	struct evs_consumer *c;
 	struct evs_record rec;
 	uint64_t first = 0, last = 0, before, after;
 
-	ck_assert_msg(p, "producer: %s", evs_errmsg());
-	c = evs_consumer__connect(NULL, 0, NULL);
-	ck_assert_msg(c, "consumer: %s", evs_errmsg());
+	pair_open(&o, &p, &c);
 	for (int i = 0; i < 200; i++) {
 		ck_assert_ptr_nonnull(evs_producer__reserve(p, 0, 1, 8));
 		ck_assert_int_eq(evs_producer__commit_deferred(p, 0), 0);
@@ -487,13 +492,11 @@ START_TEST(test_ring_no_timestamps_leaves_zero)
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF,
 		 .no_timestamps = 1);
 	struct evs_stream_stats st = { .sz = sizeof(st) };
-	struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+	struct evs_producer *p;
 	struct evs_consumer *c;
 	struct evs_record rec;
 
-	ck_assert_msg(p, "producer: %s", evs_errmsg());
-	c = evs_consumer__connect(NULL, 0, NULL);
-	ck_assert_msg(c, "consumer: %s", evs_errmsg());
+	pair_open(&o, &p, &c);
 	ck_assert_int_eq(evs_producer__emit(p, 0, 1, "x", 1), 0);
 	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
 	ck_assert_uint_eq(rec.hdr.timestamp_ns, 0);
@@ -814,14 +817,12 @@ START_TEST(test_ring_large_payloads_arrive_whole)
 	uint64_t shape[2] = { rows, cols };
 	int64_t strides[2] = { (int64_t)((cols + 3) * 4), 4 }; /* padded rows */
 	uint8_t *src = malloc(rows * (cols + 3) * 4);
-	struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+	struct evs_producer *p;
 	struct evs_consumer *c;
 	struct evs_record rec;
 
 	ck_assert_ptr_nonnull(src);
-	ck_assert_msg(p, "producer: %s", evs_errmsg());
-	c = evs_consumer__connect(NULL, 0, NULL);
-	ck_assert_msg(c, "consumer: %s", evs_errmsg());
+	pair_open(&o, &p, &c);
 	fill_pattern(src, rows * (cols + 3) * 4, 5);
 	ck_assert_int_eq(evs_producer__emit(p, 0, 1, src, 8), 0); /* the next starts at +136 */
 	ck_assert_int_eq(evs_producer__emit(p, 0, 1, src + 3, n), 0);

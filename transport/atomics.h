@@ -22,12 +22,11 @@
 /* Full barrier: orders an earlier store before a later load (Dekker). */
 #define smp_mb()                 atomic_thread_fence(memory_order_seq_cst)
 
-/* Orders earlier non-temporal (streaming) stores before later stores, the
- * release store that publishes them included; ordinary stores need none. */
+/* x86: orders earlier non-temporal (streaming) stores before later stores,
+ * the release store that publishes them included (ordinary stores need
+ * none); only ringcopy.c's x86 path streams. */
 #if defined(__x86_64__)
 #define nt_store_fence()         __builtin_ia32_sfence()
-#else
-#define nt_store_fence()         smp_mb()
 #endif
 
 #define likely(x)   __builtin_expect(!!(x), 1)

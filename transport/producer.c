@@ -191,16 +191,11 @@ static __always_inline void stream_publish(struct evs_stream *s)
 }
 
 /* publish() and free: deferred records take one clock read between them. */
-static void stream_publish_deferred(struct evs_stream *s)
+void evs_stream_publish(struct evs_stream *s)
 {
 	if (s->unstamped)
 		stream_stamp_deferred(s, evs_clock_now(&s->clock));
 	stream_publish(s);
-}
-
-void evs_stream_publish(struct evs_stream *s)
-{
-	stream_publish_deferred(s);
 }
 
 /* One clock read stamps the record and any deferred ones before it, so
@@ -274,7 +269,7 @@ EVS_API int evs_producer__publish(struct evs_producer *p, unsigned int core)
 
 	if (!s)
 		return -EINVAL;
-	stream_publish_deferred(s);
+	evs_stream_publish(s);
 	return 0;
 }
 

@@ -4,10 +4,11 @@
  * large ones bypass the producer's caches with non-temporal stores: the
  * producer never reads them again, and the consumer reads them on another
  * core. With memcpy() every line of a large payload is first read into the
- * producer's cache (for ownership), then pulled out of it by the consumer;
- * measured on the 2-vCPU machines, 1 MiB events went from 0.76x to
- * 0.86-0.90x a memcpy's bandwidth, 64 KiB ones from 0.60-0.81x to
- * 0.79-0.93x, and 1 KiB events fell to a quarter (docs/benchmarks.md).
+ * producer's cache (for ownership), then pulled out of it by the consumer.
+ * Measured on the 2-vCPU machines against the same build without streaming
+ * (docs/benchmarks.md): 1 MiB zero-copy events 0.69-0.77x -> 0.84-1.03x a
+ * memcpy's bandwidth, 64 KiB ones +5 %; streaming 1 KiB copies made those
+ * events 4x slower, hence the threshold.
  *
  * Hand-written, not glibc's memcpy(): glibc switches to non-temporal stores
  * only above x86_non_temporal_threshold, three quarters of the shared cache
