@@ -241,7 +241,10 @@ END_TEST
 
 /* Serves one connection on a socket of `name` with a welcome and the
  * given fds, from a child process; returns its pid. */
-static pid_t fake_producer(const char *name, const struct evs_welcome *w, const int *fds, int nfds)
+/* Serves one connection: reads the hello, sends the first wlen bytes of
+ * *w with the fds (nothing at all when wlen is 0), waits for the hang-up. */
+static pid_t fake_producer(const char *name, const struct evs_welcome *w, size_t wlen,
+			   const int *fds, int nfds)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *dir = getenv("EVSTREAM_RUNTIME_DIR");
@@ -259,7 +262,7 @@ static pid_t fake_producer(const char *name, const struct evs_welcome *w, const 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		char cbuf[CMSG_SPACE(8 * sizeof(int))] = { 0 };
-		struct iovec iov = { .iov_base = (void *)w, .iov_len = sizeof(*w) };
+		struct iovec iov = { .iov_base = (void *)w, .iov_len = wlen };
 		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 		struct evs_hello h;
 		int fd;
@@ -280,7 +283,10 @@ static pid_t fake_producer(const char *name, const struct evs_welcome *w, const 
 			cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
 			memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 		}
-		sendmsg(fd, &msg, MSG_NOSIGNAL);
+		if (wlen)
+			sendmsg(fd, &msg, MSG_NOSIGNAL);
+		else
+			_exit(0); /* dies mid-handshake */
 		/* stay until the consumer hangs up */
 		recv(fd, &h, 1, 0);
 		_exit(0);
@@ -326,14 +332,15 @@ static int count_fds(void)
 
 /* Connect to a fake producer serving these fds; the errno of the failure
  * (0 if it connected). No fd may be left behind either way. */
-static int connect_fake(const char *tag, const struct evs_welcome *w, const int *fds, int nfds)
+static int connect_fake_len(const char *tag, const struct evs_welcome *w, size_t wlen,
+			    const int *fds, int nfds)
 {
 	const char *name = evs_test_name(tag);
 	int before = count_fds(), err = 0, status;
 	struct evs_consumer *c;
 	pid_t pid;
 
-	pid = fake_producer(name, w, fds, nfds);
+	pid = fake_producer(name, w, wlen, fds, nfds);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	c = evs_consumer__connect(name, 0, NULL);
@@ -350,6 +357,11 @@ static int connect_fake(const char *tag, const struct evs_welcome *w, const int 
 	}
 	ck_assert_int_eq(count_fds(), before - nfds);
 	return err;
+}
+
+static int connect_fake(const char *tag, const struct evs_welcome *w, const int *fds, int nfds)
+{
+	return connect_fake_len(tag, w, sizeof(*w), fds, nfds);
 }
 
 static struct evs_welcome welcome(uint64_t ring)
@@ -415,6 +427,27 @@ START_TEST(test_consumer_refuses_welcome_without_fds)
 	struct evs_welcome w = welcome(RING);
 
 	ck_assert_int_eq(connect_fake("nofds", &w, NULL, 0), EPROTO);
+}
+END_TEST
+
+/* A producer that dies between the hello and its welcome is a hang-up,
+ * said as one, not a malformed message. */
+START_TEST(test_consumer_names_a_producer_hanging_up_mid_handshake)
+{
+	struct evs_welcome w = welcome(RING);
+
+	ck_assert_int_eq(connect_fake_len("hangup", &w, 0, NULL, 0), ECONNRESET);
+	ck_assert_msg(strstr(evs_errmsg(), "hung up during the handshake"), "message: %s",
+		      evs_errmsg());
+}
+END_TEST
+
+START_TEST(test_consumer_refuses_truncated_welcome)
+{
+	struct evs_welcome w = welcome(RING);
+
+	ck_assert_int_eq(connect_fake_len("halfwelcome", &w, sizeof(w) / 2, NULL, 0), EPROTO);
+	ck_assert_msg(strstr(evs_errmsg(), "malformed welcome"), "message: %s", evs_errmsg());
 }
 END_TEST
 
@@ -579,6 +612,8 @@ int main(void)
 	tcase_add_test(tf, test_consumer_closes_surplus_fds_of_a_welcome);
 	tcase_add_test(tf, test_consumer_refuses_welcome_without_fds);
 	tcase_add_test(tf, test_consumer_maps_out_of_range_status_to_eproto);
+	tcase_add_test(tf, test_consumer_names_a_producer_hanging_up_mid_handshake);
+	tcase_add_test(tf, test_consumer_refuses_truncated_welcome);
 	suite_add_tcase(s, tf);
 
 	tcase_add_checked_fixture(tp, setup, teardown);

@@ -18,7 +18,9 @@ static void close_fds(int *fds, int n)
 			close(fds[i]);
 }
 
-/* Receives the welcome and up to 3 descriptors; extra ones are closed. */
+/* Receives the welcome and up to 3 descriptors; extra ones are closed.
+ * -ECONNRESET: the producer hung up before any byte of it (it died or
+ * closed mid-handshake); -EPROTO: what came is not a whole welcome. */
 static int recv_welcome(int sock, struct evs_welcome *w, int *fds, int *nfds, int timeout_ms)
 {
 	char cbuf[CMSG_SPACE(8 * sizeof(int))];
@@ -37,7 +39,7 @@ static int recv_welcome(int sock, struct evs_welcome *w, int *fds, int *nfds, in
 		return -errno;
 	n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
-		return -errno;
+		return errno == EPIPE ? -ECONNRESET : -errno;
 	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -52,6 +54,8 @@ static int recv_welcome(int sock, struct evs_welcome *w, int *fds, int *nfds, in
 				close(got[i]);
 		}
 	}
+	if (n == 0 && !*nfds)
+		return -ECONNRESET;
 	if (n != (ssize_t)sizeof(*w) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    w->magic != EVS_WELCOME_MAGIC)
 		return -EPROTO;
@@ -97,13 +101,25 @@ int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int co
 		if (recv_welcome(sock, &w, fds, &nfds, 0) || !w.status) {
 			close_fds(fds, nfds);
 			nfds = 0;
-			err = evs_fail(serr, "producer '%s' hung up during the handshake", name);
+			err = evs_fail(ECONNRESET, "producer '%s' hung up during the handshake "
+				       "(sending the hello: %s)", name, strerror(serr));
 			goto err_close;
 		}
 	} else {
 		err = recv_welcome(sock, &w, fds, &nfds, timeout);
 	}
-	if (err) {
+	if (err == -ECONNRESET) {
+		evs_fail(ECONNRESET, "producer '%s' hung up during the handshake, before its welcome "
+			 "(it exited, crashed or closed the stream)", name);
+		goto err_close;
+	} else if (err == -EPROTO) {
+		evs_fail(EPROTO, "producer '%s' sent a malformed welcome (not one whole %zu-byte "
+			 "message with the evstream magic)", name, sizeof(w));
+		goto err_close;
+	} else if (err == -ETIMEDOUT) {
+		evs_fail(ETIMEDOUT, "producer '%s' sent no welcome within %d ms", name, timeout);
+		goto err_close;
+	} else if (err) {
 		evs_fail(-err, "handshake with producer '%s': %s", name, evs_strerror(err));
 		goto err_close;
 	}
