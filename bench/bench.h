@@ -130,6 +130,10 @@ double tput_ratio(const char *variant, size_t payload, bool vs_memcpy);
 struct lat_case {
 	char name[64];
 	double p50_x_limit, p999_x_limit_p50;
+	/* busy-poll only (NAN otherwise): the case x the one-line message at
+	 * its rate, and the message itself x the limit's p50 */
+	double p50_x_floor, p999_x_floor;
+	double floor_p50_x_limit, floor_p999_x_limit_p50;
 };
 const struct lat_case *lat_find(const char *name);
 double drops_bpf_ns(void); /* ns per drop with the eBPF program, NAN if unknown */
@@ -144,6 +148,10 @@ struct tput limit_memcpy(size_t size);
 struct tput limit_ring_copy(size_t size);
 void limit_line_oneway(struct lat *out);
 void limit_efd_wake(struct lat *out, bool use_poll);
+/* The least timestamped message (one cache line, floor.c) at this offered
+ * rate, n of them; its samples are also added to *all. -1 when its memory
+ * cannot be had. */
+int limit_line_message(double rate, uint64_t n, struct lat *out, struct hist *all);
 struct tput alt_measure(bool sock, size_t size, const uint8_t *src);
 struct tput bare_measure(size_t size, const uint8_t *src);
 void tput_run(void);

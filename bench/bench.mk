@@ -3,7 +3,7 @@
 # folds in evs-bench-drops when that exists, and draws the plots.
 BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
               bench/tput.c bench/lat.c bench/drop_rate.c bench/bare.c \
-              bench/cost.c
+              bench/cost.c bench/floor.c
 # tools/jsonl.c: the JSON writing and reading the tools use
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/bench/jsonl.o
 BENCH_BIN  := $(BUILD)/evs-bench

@@ -92,18 +92,22 @@ static void *lt_consumer(void *arg)
 	return NULL;
 }
 
+/* Events of one run of a case at this offered rate. */
+static uint64_t lt_count(double rate)
+{
+	uint64_t n = (uint64_t)(rate * (bopt.quick ? 0.4 : 2.0));
+
+	return n < (bopt.quick ? 100000u : 1000000u) ? n : (bopt.quick ? 100000u : 1000000u);
+}
+
 /* One run of a case; its samples are added to *h. -1 with why set when
  * it cannot run. */
 static int lt_one(bool sleep, double rate, struct hist *h, struct lat *out, uint64_t *late,
 		  char *why, size_t whylen)
 {
 	EVS_OPTS(evs_producer_opts, po, .ring_bytes = 8 << 20, .hugepages = EVS_HUGEPAGES_OFF);
-	struct lt l = { .sleep = sleep, .interval_ns = (uint64_t)(1e9 / rate) };
-	double secs = bopt.quick ? 0.4 : 2.0;
+	struct lt l = { .sleep = sleep, .interval_ns = (uint64_t)(1e9 / rate), .n = lt_count(rate) };
 
-	l.n = (uint64_t)(rate * secs);
-	if (l.n > (bopt.quick ? 100000 : 1000000))
-		l.n = bopt.quick ? 100000 : 1000000;
 	hist_init(&l.h);
 	l.p = evs_producer__new(NULL, 1, &po);
 	if (!l.p) {
@@ -131,30 +135,45 @@ static const struct { bool sleep; double rate; } cases[] = {
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
 /* What the rounds of one case gave: every sample, and per round the limit
- * measured right before it and the two ratios. */
+ * measured right before it and the two ratios; for a busy-polling case
+ * also the one-line message at its rate (floor.c) and the ratios to it. */
 struct lat_rounds {
 	struct hist h;
+	struct hist floor_h;
 	uint64_t late;
-	int n;
+	int n, nfloor;
 	char failed[128];  /* why the case could not run, "" while it can */
 	struct lat limit[MAX_ROUNDS];
 	double r50[MAX_ROUNDS], r999[MAX_ROUNDS];
+	double f50[MAX_ROUNDS], f999[MAX_ROUNDS];       /* the case x the message */
+	double fl50[MAX_ROUNDS], fl999[MAX_ROUNDS];     /* the message x the limit's p50 */
 };
 
 static void lat_round(size_t k, struct lat_rounds *lr)
 {
 	bool sleep = cases[k].sleep;
-	struct lat l, *limit = &lr->limit[lr->n];
+	struct lat l, floor = { .p50 = NAN, .p999 = NAN }, *limit = &lr->limit[lr->n];
+	bool have_floor = false;
 
 	/* the limit right before the case it divides */
-	if (sleep)
+	if (sleep) {
 		limit_efd_wake(limit, false);
-	else
+	} else {
 		limit_line_oneway(limit);
+		have_floor = !limit_line_message(cases[k].rate, lt_count(cases[k].rate), &floor,
+						 &lr->floor_h);
+	}
 	if (lt_one(sleep, cases[k].rate, &lr->h, &l, &lr->late, lr->failed, sizeof(lr->failed)) < 0)
 		return;
 	lr->r50[lr->n] = ratio(l.p50, limit->p50);
 	lr->r999[lr->n] = ratio(l.p999, limit->p50);
+	if (have_floor) {
+		lr->f50[lr->nfloor] = ratio(l.p50, floor.p50);
+		lr->f999[lr->nfloor] = ratio(l.p999, floor.p999);
+		lr->fl50[lr->nfloor] = ratio(floor.p50, limit->p50);
+		lr->fl999[lr->nfloor] = ratio(floor.p999, limit->p50);
+		lr->nfloor++;
+	}
 	lr->n++;
 }
 
@@ -183,7 +202,7 @@ static void lat_report(size_t k, struct lat_rounds *lr, FILE *dat)
 {
 	bool sleep = cases[k].sleep;
 	struct lat_case *lc = nkept < 8 ? &kept[nkept++] : NULL;
-	struct lat l, limit;
+	struct lat l, limit, floor;
 	double lo, hi;
 
 	if (!lc)
@@ -195,6 +214,10 @@ static void lat_report(size_t k, struct lat_rounds *lr, FILE *dat)
 	min_max(lr->r50, lr->n, &lo, &hi);
 	lc->p50_x_limit = median(lr->r50, lr->n);
 	lc->p999_x_limit_p50 = median(lr->r999, lr->n);
+	lc->p50_x_floor = median(lr->f50, lr->nfloor);
+	lc->p999_x_floor = median(lr->f999, lr->nfloor);
+	lc->floor_p50_x_limit = median(lr->fl50, lr->nfloor);
+	lc->floor_p999_x_limit_p50 = median(lr->fl999, lr->nfloor);
 
 	say("%-18s %9llu %8.0f %8.0f %8.0f %8.0f %9.0f %9.2f %9.2f\n", lc->name,
 	    (unsigned long long)l.n, l.p50, l.p90, l.p99, l.p999, l.max, lc->p50_x_limit,
@@ -202,6 +225,14 @@ static void lat_report(size_t k, struct lat_rounds *lr, FILE *dat)
 	say("%-18s %9llu %8.0f %8.0f %8.0f %8.0f %9.0f   limit, median of the rounds\n",
 	    sleep ? "  eventfd wake" : "  line one-way", (unsigned long long)limit.n, limit.p50,
 	    limit.p90, limit.p99, limit.p999, limit.max);
+	if (lr->nfloor) {
+		lat_from_hist(&floor, &lr->floor_h);
+		say("%-18s %9llu %8.0f %8.0f %8.0f %8.0f %9.0f %9.2f %9.2f   one-line message (floor.c)\n",
+		    "  line message", (unsigned long long)floor.n, floor.p50, floor.p90, floor.p99,
+		    floor.p999, floor.max, lc->floor_p50_x_limit, lc->floor_p999_x_limit_p50);
+		say("%-18s the case x the message: p50 %.2fx, p99.9 %.2fx\n", "", lc->p50_x_floor,
+		    lc->p999_x_floor);
+	}
 	say("%-18s p50 x limit by round:", "");
 	for (int r = 0; r < lr->n; r++)
 		say(" %.2f", lr->r50[r]);
@@ -220,11 +251,23 @@ static void lat_report(size_t k, struct lat_rounds *lr, FILE *dat)
 	rep_num("p50_x_limit_max", hi);
 	/* the target's measure: the tail against the limit's typical time */
 	rep_num("p999_x_limit_p50", lc->p999_x_limit_p50);
+	if (lr->nfloor) {
+		/* the floor: the least timestamped message at the same rate */
+		rep_str("floor", "line_message");
+		rep_lat("floor_lat", &floor);
+		rep_num("p50_x_floor", lc->p50_x_floor);
+		rep_num("p999_x_floor", lc->p999_x_floor);
+		rep_num("floor_p50_x_limit", lc->floor_p50_x_limit);
+		rep_num("floor_p999_x_limit_p50", lc->floor_p999_x_limit_p50);
+	}
 	rep_obj_end();
 	if (dat) {
 		fprintf(dat, "%s %.1f %.1f %.1f %.1f %.1f\n", lc->name, l.p50, l.p90, l.p99, l.p999, l.max);
 		fprintf(dat, "%s %.1f %.1f %.1f %.1f %.1f\n", sleep ? "(eventfd-wake)" : "(cacheline-1way)",
 			limit.p50, limit.p90, limit.p99, limit.p999, limit.max);
+		if (lr->nfloor)
+			fprintf(dat, "(line-message) %.1f %.1f %.1f %.1f %.1f\n", floor.p50, floor.p90,
+				floor.p99, floor.p999, floor.max);
 	}
 }
 
@@ -243,6 +286,7 @@ void latency_run(void)
 	for (size_t k = 0; k < NCASES; k++) {
 		memset(&lr[k], 0, sizeof(lr[k]));
 		hist_init(&lr[k].h);
+		hist_init(&lr[k].floor_h);
 	}
 	for (int r = 0; r < bopt.rounds; r++) {
 		progress("latency round %d of %d", r + 1, bopt.rounds);

@@ -83,6 +83,14 @@ for x in lat:
     assert x["rounds"] == 2 and x["lat"]["samples"] == 2 * per_round, x
     assert x["p50_x_limit_min"] <= x["p50_x_limit"] <= x["p50_x_limit_max"], x
     assert 0 < x["lat"]["p50_ns"] <= x["lat"]["p999_ns"] <= x["lat"]["max_ns"], x
+    # a busy-polling case has the one-line message at its rate, as many, in the same rounds
+    if x["consumer"] == "busy_poll":
+        f = x["floor_lat"]
+        assert x["floor"] == "line_message" and f["samples"] == 2 * per_round, x
+        assert 0 < f["p50_ns"] <= f["p999_ns"] <= f["max_ns"], x
+        assert x["p50_x_floor"] > 0 and x["floor_p999_x_limit_p50"] > 0, x
+    else:
+        assert "floor" not in x, x
 assert len(c) == 1, c
 c = c[0]
 for side in ("producer", "consumer"):

@@ -152,6 +152,14 @@ def main():
         print(f"| {l['case']} | {x['samples']} | {ns(x['p50_ns'])} | {ns(x['p90_ns'])} | {ns(x['p99_ns'])} | "
               f"{ns(x['p999_ns'])} | {ns(x['max_ns'])} | {l['limit']}: {ns(lim['p50_ns'])} | "
               f"{fmt(l['p50_x_limit'])}×{spread} |")
+        # reports from before the one-line message have no floor
+        f = l.get("floor_lat")
+        if f:
+            print(f"| ↳ one-line message, same rate and rounds | {f['samples']} | {ns(f['p50_ns'])} | "
+                  f"{ns(f['p90_ns'])} | {ns(f['p99_ns'])} | {ns(f['p999_ns'])} | {ns(f['max_ns'])} | "
+                  f"its p50 × limit {fmt(l['floor_p50_x_limit'])}×, p99.9 × limit p50 "
+                  f"{fmt(l['floor_p999_x_limit_p50'])}× | case × message: p50 {fmt(l['p50_x_floor'])}×, "
+                  f"p99.9 {fmt(l['p999_x_floor'])}× |")
     print()
 
     print("| drop path | ns per dropped event | drops/s |")
