@@ -14,5 +14,7 @@ export EVSTREAM_RUNTIME_DIR=$dir
 # a hard bound on top of the tool's own: never leave processes behind
 timeout -k 5 $((${secs%.*} + 60)) "$BUILD/evs-soak" --streams 8 --seconds "$secs" "$@"
 rc=$?
+[ $rc -eq 124 ] || [ $rc -eq 137 ] &&
+	echo "soak: FAILED: still running $((${secs%.*} + 60)) s after its start (hung), killed (exit $rc)"
 rm -rf "$dir"
 exit $rc

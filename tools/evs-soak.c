@@ -450,6 +450,8 @@ int main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* line by line, so that what was printed survives a kill from outside */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	prod = fork();
 	if (prod == 0)
@@ -506,6 +508,7 @@ int main(int argc, char **argv)
 		usleep(10000);
 	}
 	atomic_store(&B->stop_emit, 1);
+	printf("soak: stopping the producer, then draining every stream\n");
 	while (!atomic_load(&B->emit_stopped) && waitpid(prod, &status, WNOHANG) == 0)
 		usleep(1000);
 	t_run = cli_now_ns() - t0;
