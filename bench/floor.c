@@ -17,9 +17,6 @@
  * vCPU) delays it exactly as it delays evstream's record, so the tail of
  * this figure is the machine's, not a transport's.
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "bench.h"
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -39,7 +39,7 @@ static int recv_welcome(int sock, struct evs_welcome *w, int *fds, int *nfds, in
 		return -errno;
 	n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
-		return errno == EPIPE ? -ECONNRESET : -errno;
+		return -errno; /* ECONNRESET too: the producer died mid-handshake */
 	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
