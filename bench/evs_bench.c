@@ -158,22 +158,14 @@ static void targets(void)
 	target("drop with eBPF attached, ns per event", drops_bpf_ns(), 10, false, "ns");
 	rep_section_end();
 	/* not targets: what the machine allows the busy-poll figures, from
-	 * the one-line message at the same rate in the same rounds */
+	 * the one-line message at the same rate in the same rounds (in the
+	 * JSON, on the case's latency row) */
 	if (busy && !isnan(busy->p999_x_floor)) {
 		say("  context: the least timestamped message (one line, 10k/s, same rounds) reaches\n"
 		    "           p50 %.2fx and p99.9 %.2fx the cache-line one-way by itself;\n"
 		    "           busy-poll@10k/s is p50 %.2fx and p99.9 %.2fx that message's\n",
 		    busy->floor_p50_x_limit, busy->floor_p999_x_limit_p50, busy->p50_x_floor,
 		    busy->p999_x_floor);
-		rep_section("floor");
-		rep_obj_begin();
-		rep_str("case", busy->name);
-		rep_num("floor_p50_x_limit", busy->floor_p50_x_limit);
-		rep_num("floor_p999_x_limit_p50", busy->floor_p999_x_limit_p50);
-		rep_num("p50_x_floor", busy->p50_x_floor);
-		rep_num("p999_x_floor", busy->p999_x_floor);
-		rep_obj_end();
-		rep_section_end();
 	}
 }
 

@@ -96,8 +96,9 @@ static void *lt_consumer(void *arg)
 static uint64_t lt_count(double rate)
 {
 	uint64_t n = (uint64_t)(rate * (bopt.quick ? 0.4 : 2.0));
+	uint64_t most = bopt.quick ? 100000 : 1000000;
 
-	return n < (bopt.quick ? 100000u : 1000000u) ? n : (bopt.quick ? 100000u : 1000000u);
+	return n < most ? n : most;
 }
 
 /* One run of a case; its samples are added to *h. -1 with why set when
@@ -152,7 +153,7 @@ struct lat_rounds {
 static void lat_round(size_t k, struct lat_rounds *lr)
 {
 	bool sleep = cases[k].sleep;
-	struct lat l, floor = { .p50 = NAN, .p999 = NAN }, *limit = &lr->limit[lr->n];
+	struct lat l, floor, *limit = &lr->limit[lr->n];
 	bool have_floor = false;
 
 	/* the limit right before the case it divides */

@@ -222,7 +222,7 @@ uint64_t evs_clock_slow(struct evs_clock *c)
 		 * pairs took ~200 ns, which would count as the record's latency */
 		d = evs_tsc() - c->tsc0;
 		if (d < c->span)
-			return evs_clock_hand_out(c, c->ns0 + ((d * c->mult) >> 32));
+			return evs_clock_hand_out(c, evs_clock_at(c, d));
 	}
 	return evs_clock_hand_out(c, gettime_ns());
 }

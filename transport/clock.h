@@ -71,6 +71,13 @@ static __always_inline uint64_t evs_clock_hand_out(struct evs_clock *c, uint64_t
 	return ns;
 }
 
+/* CLOCK_MONOTONIC d ticks after the anchor, for d < span. */
+static __always_inline uint64_t evs_clock_at(const struct evs_clock *c, uint64_t d)
+{
+	/* d < span keeps d * mult below 2^64 (clock_anchor() in clock.c) */
+	return c->ns0 + ((d * c->mult) >> 32);
+}
+
 static __always_inline uint64_t evs_clock_now(struct evs_clock *c)
 {
 	/* not ordered (no lfence): the timestamp is one of the record's
@@ -79,8 +86,7 @@ static __always_inline uint64_t evs_clock_now(struct evs_clock *c)
 
 	if (unlikely(d >= c->span))
 		return evs_clock_slow(c);
-	/* d < span keeps d * mult below 2^64 (clock_anchor() in clock.c) */
-	return evs_clock_hand_out(c, c->ns0 + ((d * c->mult) >> 32));
+	return evs_clock_hand_out(c, evs_clock_at(c, d));
 }
 
 #endif

@@ -5,7 +5,6 @@
 
 #include <string.h>
 
-#include "evstream/evstream.h"
 #include "internal.h"
 
 #if defined(__x86_64__)
