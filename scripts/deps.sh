@@ -17,6 +17,10 @@ pkgs=(
   bpftrace                        # the documented one-liner on the USDT probe
   cppcheck clang-tidy             # static analysis in CI
   procps util-linux iproute2      # ps, mount, ss used by scripts
+  liblttng-ust-dev lttng-tools    # LTTng-UST: the peer in evs-bench
+  python3-dev python3-pytest python3-pip python3-setuptools  # the Python package and its tests
+  python3-torch                   # PyTorch hooks and their test
+  librdkafka-dev kcat             # evs-forward, evs-dump --kafka; a third-party Kafka client
 )
 
 missing=()
