@@ -27,7 +27,7 @@ LIB_SO   := $(BUILD)/libevstream.so.$(VERSION)
 LIB_A    := $(BUILD)/libevstream.a
 PC       := $(BUILD)/evstream.pc
 
-LIB_SRCS := $(wildcard transport/*.c)
+LIB_SRCS := $(wildcard transport/*.c runtime/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 
 # Programs link against the shared library in $(BUILD) (found via rpath), so
@@ -52,6 +52,12 @@ lib: $(LIB_SO) $(BUILD)/$(SONAME) $(BUILD)/libevstream.so $(LIB_A) $(PC)
 $(BUILD)/transport/%.o: transport/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+# The runtime layer (tensor events, the reference API) sits on the
+# transport and may use its internal helpers (ringcopy.h).
+$(BUILD)/runtime/%.o: runtime/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -Itransport -c $< -o $@
 
 $(LIB_SO): $(LIB_OBJS) transport/libevstream.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=transport/libevstream.map \

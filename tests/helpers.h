@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "evstream/evstream.h"
+#include "evstream/tensor.h"
 
 /* Skip loudly: the reason goes to the log and counts in the summary. */
 #define EVS_SKIP(...)                                                   \

@@ -7,7 +7,7 @@
 #include "jsonl.h"
 #include "npy.h"
 #include "preview.h"
-#include "tensor_event.h"
+#include "evstream/tensor.h"
 #include "nrt/ndebug_stream.h"
 
 /* What np.save() of np.zeros((2, 3), np.float32) writes (NumPy 1.24). */
@@ -176,15 +176,15 @@ static void payload(ndebug_stream_payload_debug_tensor_read_t *pl, const char *d
 	}
 }
 
-START_TEST(test_tensor_event_parse_uses_the_recorded_ndim)
+START_TEST(test_evs_tensor_parse_uses_the_recorded_ndim)
 {
 	uint8_t buf[2048];
 	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)buf;
 	uint64_t empty[] = { 2, 0, 3 }, one[] = { 1 };
-	struct tensor_event ev;
+	struct evs_tensor_info ev;
 
 	payload(pl, "float32", 3, empty, 0, true);
-	ck_assert_int_eq(tensor_event_parse(buf, 1024, &ev), 0);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024, &ev), 0);
 	ck_assert_uint_eq(ev.ndim, 3);
 	ck_assert_uint_eq(ev.shape[2], 3);
 	ck_assert_uint_eq(ev.numel, 0);
@@ -192,41 +192,41 @@ START_TEST(test_tensor_event_parse_uses_the_recorded_ndim)
 	ck_assert_uint_eq(ev.pipe, 2);
 
 	payload(pl, "int8", 0, NULL, 1, true);                 /* a scalar */
-	ck_assert_int_eq(tensor_event_parse(buf, 1025, &ev), 0);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1025, &ev), 0);
 	ck_assert_uint_eq(ev.ndim, 0);
 	ck_assert_uint_eq(ev.numel, 1);
 
 	payload(pl, "int8", 1, one, 1, false);                 /* no record: inferred */
-	ck_assert_int_eq(tensor_event_parse(buf, 1025, &ev), 0);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1025, &ev), 0);
 	ck_assert_uint_eq(ev.ndim, 1);
 }
 END_TEST
 
-START_TEST(test_tensor_event_parse_rejects_inconsistent_payloads)
+START_TEST(test_evs_tensor_parse_rejects_inconsistent_payloads)
 {
 	uint8_t buf[2048];
 	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)buf;
 	uint64_t shape[] = { 4 };
-	struct tensor_event ev;
+	struct evs_tensor_info ev;
 
 	payload(pl, "float32", 1, shape, 16, true);
-	ck_assert_int_eq(tensor_event_parse(buf, 1024 + 16, &ev), 0);
-	ck_assert_int_eq(tensor_event_parse(buf, 1024 + 15, &ev), -EBADMSG); /* past the record */
-	ck_assert_int_eq(tensor_event_parse(buf, 1000, &ev), -EBADMSG);      /* no fixed part */
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024 + 16, &ev), 0);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024 + 15, &ev), -EBADMSG); /* past the record */
+	ck_assert_int_eq(evs_tensor_parse(buf, 1000, &ev), -EBADMSG);      /* no fixed part */
 	payload(pl, "float32", 1, shape, 12, true);                          /* 4 x 4 != 12 */
-	ck_assert_int_eq(tensor_event_parse(buf, 1024 + 16, &ev), -EBADMSG);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024 + 16, &ev), -EBADMSG);
 	payload(pl, "float32", 1, shape, 16, true);
 	buf[EVS_TENSOR_EXT_OFFSET + 2] = 9;                                  /* ndim 9 */
-	ck_assert_int_eq(tensor_event_parse(buf, 1024 + 16, &ev), -EBADMSG);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024 + 16, &ev), -EBADMSG);
 	payload(pl, "mystery", 1, shape, 16, false);                         /* no size */
-	ck_assert_int_eq(tensor_event_parse(buf, 1024 + 16, &ev), -EBADMSG);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024 + 16, &ev), -EBADMSG);
 	payload(pl, "", 0, NULL, 0, false);                                  /* a print */
-	ck_assert_int_eq(tensor_event_parse(buf, 1024, &ev), 0);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024, &ev), 0);
 	ck_assert(ev.is_print);
 }
 END_TEST
 
-static char *preview_of(const struct tensor_event *ev, char *buf, size_t len)
+static char *preview_of(const struct evs_tensor_info *ev, char *buf, size_t len)
 {
 	FILE *f = fmemopen(buf, len, "w");
 
@@ -239,15 +239,15 @@ START_TEST(test_preview_prints_like_numpy)
 {
 	float m[] = { 1, 2.5f, -3, 4 };
 	int8_t b[] = { 1, 0 };
-	struct tensor_event ev = { .prefix = "w =", .dtype = "float32", .elem_size = 4, .ndim = 2,
+	struct evs_tensor_info ev = { .prefix = "w =", .dtype = "float32", .elem_size = 4, .ndim = 2,
 				   .shape = { 2, 2 }, .numel = 4, .bytes = 16, .data = m };
 	char out[256];
 
 	ck_assert_str_eq(preview_of(&ev, out, sizeof(out)), "w = [[ 1. 2.5]\n [-3.  4.]]\n");
-	ev = (struct tensor_event){ .prefix = "m:", .dtype = "bool", .elem_size = 1, .ndim = 1,
+	ev = (struct evs_tensor_info){ .prefix = "m:", .dtype = "bool", .elem_size = 1, .ndim = 1,
 				    .shape = { 2 }, .numel = 2, .bytes = 2, .data = b };
 	ck_assert_str_eq(preview_of(&ev, out, sizeof(out)), "m: [ True False]\n");
-	ev = (struct tensor_event){ .prefix = "step 3 done\n", .is_print = true };
+	ev = (struct evs_tensor_info){ .prefix = "step 3 done\n", .is_print = true };
 	ck_assert_str_eq(preview_of(&ev, out, sizeof(out)), "step 3 done\n");
 }
 END_TEST
@@ -278,8 +278,8 @@ int main(void)
 	tcase_add_test(tc, test_npy_descr_maps_every_dtype);
 	tcase_add_test(tc, test_npy_dtype_table_agrees_with_the_library);
 	tcase_add_test(tc, test_npy_parse_rejects_malformed_headers);
-	tcase_add_test(tc, test_tensor_event_parse_uses_the_recorded_ndim);
-	tcase_add_test(tc, test_tensor_event_parse_rejects_inconsistent_payloads);
+	tcase_add_test(tc, test_evs_tensor_parse_uses_the_recorded_ndim);
+	tcase_add_test(tc, test_evs_tensor_parse_rejects_inconsistent_payloads);
 	tcase_add_test(tc, test_preview_prints_like_numpy);
 	tcase_add_test(tc, test_json_put_str_keeps_the_index_valid_utf8);
 	suite_add_tcase(s, tc);

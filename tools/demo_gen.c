@@ -4,6 +4,7 @@
 
 #include "demo_gen.h"
 #include "evstream/evstream.h"
+#include "evstream/tensor.h"
 #include "npy.h"
 
 static uint64_t mix(uint64_t x)

@@ -1,5 +1,5 @@
 # evs-dump (tensor dumper), evs-demo (simulated runtime) and `make demo`.
-DUMP_COMMON := tools/npy.c tools/tensor_event.c tools/jsonl.c
+DUMP_COMMON := tools/npy.c tools/jsonl.c
 DUMP_SRCS   := tools/evs-dump.c tools/dump_writer.c tools/dump_convert.c tools/preview.c $(DUMP_COMMON)
 DEMO_SRCS   := tools/evs-demo.c tools/demo_gen.c tools/demo_verify.c $(DUMP_COMMON)
 DUMP_HDRS   := $(wildcard tools/*.h)
@@ -31,7 +31,7 @@ demo: deps check-env
 	@BUILD=$(BUILD) DUMP_DIR=$(DUMP_DIR) DEMO_SECONDS=$(DEMO_SECONDS) bash scripts/demo.sh
 
 # Unit suite for the .npy writer and the payload reader.
-NPY_TEST_SRCS := tools/npy.c tools/tensor_event.c tools/preview.c tools/jsonl.c
+NPY_TEST_SRCS := tools/npy.c tools/preview.c tools/jsonl.c
 TEST_CFLAGS_test_dump_npy := -Itools $(NPY_TEST_SRCS)
 TEST_LDLIBS_test_dump_npy := -lm
 $(BUILD)/tests/test_dump_npy: $(NPY_TEST_SRCS) $(DUMP_HDRS)

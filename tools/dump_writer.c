@@ -13,7 +13,7 @@
 #include "jsonl.h"
 #include "npy.h"
 #include "preview.h"
-#include "tensor_event.h"
+#include "evstream/tensor.h"
 
 #define INDEX_NAME "index.jsonl"
 /* Disk space kept allocated ahead of the index (beyond its end, so readers
@@ -220,7 +220,7 @@ static void count_failure(struct dump_writer *w, struct dump_core *c, const char
 /* Complete files only: the name appears (rename) after the last byte is
  * written and the file is closed, so a full disk leaves no file that looks
  * valid, only a removed temporary. The name goes to c->file, after "c<N>/". */
-static int write_npy(struct dump_core *c, uint64_t seq, const struct tensor_event *ev,
+static int write_npy(struct dump_core *c, uint64_t seq, const struct evs_tensor_info *ev,
 		     const char *descr)
 {
 	char hdr[NPY_HEADER_MAX], tmp[32], *name = c->file + c->file_dir_len;
@@ -273,7 +273,7 @@ static int write_raw(struct dump_core *c, const struct evs_event_header *h, cons
 }
 
 static void index_line(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
-		       uint64_t gap, const struct tensor_event *ev, const char *descr, const char *file,
+		       uint64_t gap, const struct evs_tensor_info *ev, const char *descr, const char *file,
 		       uint64_t raw_off, int werr)
 {
 	FILE *f = w->index;
@@ -316,7 +316,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 		       const void *payload)
 {
 	struct dump_core *c = core_slot(w, core);
-	struct tensor_event ev;
+	struct evs_tensor_info ev;
 	char dbuf[NPY_DESCR_MAX];
 	const char *fname = NULL, *descr = NULL;
 	uint64_t gap, raw_off = 0;
@@ -334,7 +334,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	if (++w->events % RESERVE_EVERY == 0)
 		index_reserve(w);
 
-	if (h->type != EVS_EVENT_TENSOR_READ || tensor_event_parse(payload, h->data_size, &ev)) {
+	if (h->type != EVS_EVENT_TENSOR_READ || evs_tensor_parse(payload, h->data_size, &ev)) {
 		c->bad++;
 		w->bad++;
 		index_line(w, core, h, gap, NULL, NULL, NULL, 0, 0);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "evstream/evstream.h"
+#include "evstream/tensor.h"
 
 /* Cores are numbered 0 to DUMP_MAX_CORES - 1 (the library's limit). */
 #define DUMP_MAX_CORES 4096

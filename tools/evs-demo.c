@@ -23,6 +23,7 @@
 #include "demo_gen.h"
 #include "demo_verify.h"
 #include "evstream/evstream.h"
+#include "evstream/tensor.h"
 
 struct demo {
 	struct evs_producer *p;

@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "evstream/evstream.h"
+#include "evstream/tensor.h"
 #include "nrt/ndebug_stream.h"
 
 #define NCORES 2

@@ -85,7 +85,7 @@ static int preview_element(char *buf, size_t len, enum npy_kind k, uint32_t esz,
 /* Nested rows as NumPy prints them: values right-aligned to one width,
  * rows of a block on new lines indented by their depth, blocks of 3-D and
  * up separated by blank lines. */
-static void print_nested(FILE *f, const struct tensor_event *ev, char (*s)[ELEM_W], int width,
+static void print_nested(FILE *f, const struct evs_tensor_info *ev, char (*s)[ELEM_W], int width,
 			 uint32_t depth, uint64_t *at)
 {
 	fputc('[', f);
@@ -108,7 +108,7 @@ static void print_nested(FILE *f, const struct tensor_event *ev, char (*s)[ELEM_
 	fputc(']', f);
 }
 
-static void print_tensor(FILE *f, const struct tensor_event *ev)
+static void print_tensor(FILE *f, const struct evs_tensor_info *ev)
 {
 	const uint8_t *d = ev->data;
 	const struct npy_dtype *t = npy_dtype_find(ev->dtype);
@@ -157,7 +157,7 @@ shape:
 	fprintf(f, ev->ndim == 1 ? ",))" : "))");
 }
 
-void preview_print(FILE *f, const struct tensor_event *ev)
+void preview_print(FILE *f, const struct evs_tensor_info *ev)
 {
 	size_t n = strlen(ev->prefix);
 

@@ -5,9 +5,9 @@
 
 #include <stdio.h>
 
-#include "tensor_event.h"
+#include "evstream/tensor.h"
 
 /* Print ev as a device print: prefix, then the tensor, then a newline. */
-void preview_print(FILE *f, const struct tensor_event *ev);
+void preview_print(FILE *f, const struct evs_tensor_info *ev);
 
 #endif

@@ -40,16 +40,11 @@ extern "C" {
  * as documented in docs/architecture.md. */
 struct evs_event_header {
 	uint64_t data_size;     /* payload bytes following the header */
-	uint32_t type;          /* event type (1 = debug tensor read) */
+	uint32_t type;          /* event type, the producer's (0 is invalid) */
 	uint32_t flags;         /* reserved, 0 */
 	uint64_t seq;           /* per-stream sequence: counts every emit, dropped ones too */
 	uint64_t timestamp_ns;  /* CLOCK_MONOTONIC at commit (deferred: at publication) */
 	uint8_t reserved[32];
-};
-
-enum evs_event_type {
-	EVS_EVENT_INVALID = 0,
-	EVS_EVENT_TENSOR_READ = 1,
 };
 
 /* Why an event was dropped; the newest event is always the one dropped. */
@@ -120,45 +115,6 @@ EVS_API unsigned int evs_producer__ncores(const struct evs_producer *p);
  */
 EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32_t type,
 			       const void *data, size_t size);
-
-struct evs_tensor {
-	const char *prefix;      /* printed text; at most 511 bytes are kept */
-	uint32_t pipe;           /* 1 stdout, 2 stderr */
-	const char *dtype;       /* "float32", "bfloat16", "int8", ... (< 16 bytes);
-	                          * NULL or "": a print, the prefix alone (ndim,
-	                          * elem_size and data must then be 0) */
-	uint32_t elem_size;      /* 0: from dtype; required for unknown dtypes */
-	uint32_t ndim;           /* 0..8; 0 is a scalar */
-	const uint64_t *shape;   /* ndim sizes */
-	const int64_t *strides;  /* NULL: C-contiguous; else ndim strides in bytes */
-	const void *data;        /* element [0,...,0] */
-};
-
-/*
- * What evstream keeps in the tensor payload's reserved0 bytes (payload
- * offset 608): a shape of zeros cannot tell a scalar from an empty tensor,
- * and an unknown dtype has no size, so emit_tensor records both. Readers
- * must accept payloads without it (magic 0): then ndim is the count of
- * leading non-zero sizes.
- */
-#define EVS_TENSOR_EXT_OFFSET 608
-#define EVS_TENSOR_EXT_MAGIC  0x4e45u /* "EN" little-endian */
-struct evs_tensor_ext {
-	uint16_t magic;      /* EVS_TENSOR_EXT_MAGIC */
-	uint8_t ndim;        /* 0..8 */
-	uint8_t reserved;    /* 0 */
-	uint32_t elem_size;  /* bytes per element */
-};
-
-/*
- * Emit a debug-tensor-read event: the reference API's 1024-byte payload
- * header followed by the tensor bytes in C order. A strided view is gathered
- * straight into the ring. Without a dtype it is a device print: the prefix
- * with an empty dtype and no data, as the reference lays prints out.
- * Returns as evs_producer__emit().
- */
-EVS_API int evs_producer__emit_tensor(struct evs_producer *p, unsigned int core,
-				      const struct evs_tensor *t);
 
 /*
  * Zero-copy: reserve size payload bytes in core's ring, fill them, then
@@ -283,8 +239,6 @@ EVS_API const char *evs_strerror(int err);   /* err: positive or negative errno 
 EVS_API const char *evs_errmsg(void);        /* last failure of this thread, or "" */
 EVS_API const char *evs_drop_cause_name(int cause);
 
-/* Size in bytes of one element of a known dtype, 0 if unknown. */
-EVS_API uint32_t evs_dtype_size(const char *dtype);
 
 #ifdef __cplusplus
 }
