@@ -109,6 +109,6 @@ clean:
 
 # Each directory brings its own rules; a new fragment needs no edit here.
 include tests/tests.mk
--include $(sort $(wildcard tools/*.mk bench/*.mk ebpf/*.mk fuzz/*.mk))
+-include $(sort $(wildcard tools/*.mk bench/*.mk ebpf/*.mk fuzz/*.mk python/*.mk))
 
 -include $(LIB_OBJS:.o=.d)

@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: MIT
+"""asyncio on top of a Stream: the loop watches Stream.fileno() with
+add_reader, and events are read without waiting (read(0)), which also arms
+the wakeup before the loop sleeps."""
+import asyncio
+
+import evstream
+
+
+class AsyncStream:
+    """``async for ev in evstream.aconnect(...)``; also ``await``-able and an
+    async context manager. Iteration releases the previous event as the
+    synchronous one does; read() returns events that stay leased until
+    released."""
+
+    def __init__(self, producer, core, timeout, runtime_dir):
+        self._args = (producer, core, timeout, runtime_dir)
+        self._stream = None
+        self._cur = None
+
+    async def _open(self):
+        if self._stream is None:
+            loop = asyncio.get_running_loop()
+            # the handshake may take a while: not on the loop's thread
+            self._stream = await loop.run_in_executor(None, evstream.connect, *self._args)
+        return self._stream
+
+    async def _opened(self):
+        await self._open()
+        return self
+
+    def __await__(self):
+        return self._opened().__await__()
+
+    @property
+    def stream(self):
+        """The Stream (None until connected)."""
+        return self._stream
+
+    async def _readable(self, s, timeout):
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        fd = s.fileno()
+
+        def ready():
+            if not fut.done():
+                fut.set_result(None)
+
+        loop.add_reader(fd, ready)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        finally:
+            loop.remove_reader(fd)
+
+    async def read(self, timeout=None):
+        """The next event, or None when timeout seconds passed."""
+        s = await self._open()
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            ev = s.read(0)
+            if ev is not None:
+                return ev
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return None
+            try:
+                await self._readable(s, left)
+            except asyncio.TimeoutError:
+                return None
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        if self._cur is not None:
+            self._cur.release()
+            self._cur = None
+        try:
+            ev = await self.read()
+        except evstream.EndOfStream:
+            raise StopAsyncIteration from None
+        self._cur = ev
+        return ev
+
+    def close(self):
+        self._cur = None
+        if self._stream is not None:
+            self._stream.close()
+
+    async def __aenter__(self):
+        await self._open()
+        return self
+
+    async def __aexit__(self, *exc):
+        self.close()
+        return False

@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: MIT
+"""What both implementations share: errors, statistics, detached events,
+NumPy views of event data, and the report of a failing callback.
+
+Nothing here touches libevstream: the native extension and the ctypes
+fallback each do that their own way, and hand their results to these.
+"""
+import collections
+import logging
+
+log = logging.getLogger("evstream")
+
+
+class LeaseError(ValueError):
+    """An event's data was used after its lease ended (see docs/python.md).
+
+    The ring bytes may already hold other events: evstream refuses to read
+    them. Copy what you keep (``ev.copy()``, ``np.array(ev.array())``)
+    before releasing the event.
+    """
+
+
+class TooManyHeld(LeaseError):
+    """The stream holds as many records as it may (``Stream.max_held``):
+    events not yet released, or views (arrays, memoryviews) still alive,
+    keep them in the ring. Release events, drop views, or copy."""
+
+
+class EndOfStream(EOFError):
+    """The producer has gone and every event it committed was read."""
+
+
+STATS_FIELDS = (
+    "produced", "committed", "dropped",
+    "dropped_ring_full", "dropped_too_big", "dropped_no_consumer",
+    "dropped_bytes_ring_full", "dropped_bytes_too_big", "dropped_bytes_no_consumer",
+    "released", "wakeups", "ring_bytes", "max_events", "page_size", "hugepages",
+    "connected", "producer_closed", "core", "arms", "membarrier", "producer_died",
+    "tsc_timestamps",
+)
+
+DROP_CAUSES = ("ring_full", "too_big", "no_consumer")
+
+
+class Stats(collections.namedtuple("Stats", STATS_FIELDS)):
+    """A stream's counters (``struct evs_stream_stats``, docs/api.md)."""
+
+    __slots__ = ()
+
+    @property
+    def dropped_events(self):
+        """Dropped events by cause: {'ring_full': n, 'too_big': n, 'no_consumer': n}."""
+        return {c: getattr(self, "dropped_" + c) for c in DROP_CAUSES}
+
+    @property
+    def dropped_bytes(self):
+        """Dropped payload bytes by cause."""
+        return {c: getattr(self, "dropped_bytes_" + c) for c in DROP_CAUSES}
+
+
+# evstream dtype -> NumPy type of the same bytes, as evs-dump writes .npy
+# files (docs/dump.md): bfloat16, which NumPy lacks, is its raw bits.
+NPY_DTYPES = {
+    "float64": "<f8", "float32": "<f4", "float16": "<f2", "bfloat16": "<u2",
+    "int64": "<i8", "int32": "<i4", "int16": "<i2", "int8": "|i1",
+    "uint64": "<u8", "uint32": "<u4", "uint16": "<u2", "uint8": "|u1",
+    "bool": "|b1",
+}
+
+
+def numpy_dtype(dtype, elem_size):
+    """The NumPy dtype string for an evstream dtype: the table above, and
+    for names NumPy does not know, opaque elements of their size (``|Vn``)."""
+    npd = NPY_DTYPES.get(dtype)
+    if npd is not None:
+        return npd
+    return "|V%d" % elem_size
+
+
+def bfloat16_to_float32(bits):
+    """float32 values of bfloat16 bits (a uint16 array): a new array."""
+    import numpy as np
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+def make_array(exporter, dtype, elem_size, shape, bfloat16=None):
+    """A NumPy array viewing exporter's bytes (no copy), read-only.
+
+    dtype None (not a tensor): the bytes as uint8. bfloat16 tensors view
+    their bits as uint16, unless bfloat16='float32' asks for a float32
+    copy of their values.
+    """
+    import numpy as np
+    if dtype is None:
+        a = np.frombuffer(exporter, dtype=np.uint8)
+    else:
+        npd = numpy_dtype(dtype, elem_size)
+        if len(memoryview(exporter)) == 0:
+            # frombuffer refuses empty buffers on older NumPy: no bytes to view
+            a = np.empty(shape, dtype=npd)
+            a.flags.writeable = False
+            return a
+        a = np.frombuffer(exporter, dtype=npd).reshape(shape)
+    if bfloat16 is not None:
+        if dtype != "bfloat16":
+            raise ValueError("bfloat16=%r: this tensor is %s, not bfloat16" % (bfloat16, dtype))
+        if bfloat16 not in ("float32", np.float32):
+            raise ValueError("bfloat16=%r: allowed is None (the bits, uint16) or 'float32'"
+                             % (bfloat16,))
+        return bfloat16_to_float32(a)
+    return a
+
+
+class DetachedEvent:
+    """An event copied out of the ring (``Event.copy()``): the same fields
+    and methods, its data in memory of its own, with no lease."""
+
+    __slots__ = ("seq", "timestamp_ns", "type", "core", "gap", "kind", "pipe",
+                 "prefix", "dtype", "elem_size", "shape", "logical_nc_id", "_bytes")
+
+    released = False
+    held = False
+
+    def __init__(self, seq, timestamp_ns, type, core, gap, kind, pipe, prefix, dtype,
+                 elem_size, shape, logical_nc_id, data):
+        self.seq = seq
+        self.timestamp_ns = timestamp_ns
+        self.type = type
+        self.core = core
+        self.gap = gap
+        self.kind = kind
+        self.pipe = pipe
+        self.prefix = prefix
+        self.dtype = dtype
+        self.elem_size = elem_size
+        self.shape = shape
+        self.logical_nc_id = logical_nc_id
+        self._bytes = data
+
+    @property
+    def data(self):
+        return memoryview(self._bytes)
+
+    @property
+    def nbytes(self):
+        return len(self._bytes)
+
+    def array(self, bfloat16=None):
+        shape = self.shape if self.kind == "tensor" else (len(self._bytes),)
+        return make_array(self._bytes, self.dtype if self.kind == "tensor" else None,
+                          self.elem_size, shape, bfloat16)
+
+    def copy(self):
+        return self
+
+    def release(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __repr__(self):
+        if self.kind == "tensor":
+            return "<evstream.DetachedEvent core=%d seq=%d tensor %r %s %r>" % (
+                self.core, self.seq, self.prefix, self.dtype, self.shape)
+        return "<evstream.DetachedEvent core=%d seq=%d %s>" % (self.core, self.seq, self.kind)
+
+
+def report(core, seq, exc_type, exc, tb):
+    """A subscription's callback raised: say so, and the stream goes on."""
+    log.error("subscription on core %d: the callback raised on the event seq %d; "
+              "the subscription goes on", core, seq, exc_info=(exc_type, exc, tb))

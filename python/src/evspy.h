@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * evstream._native: the Python binding of the public C API
+ * (include/evstream/ and include/nrt/ headers), against CPython's limited API
+ * (abi3, 3.11: the buffer protocol is part of it).
+ *
+ * Every Python object the binding handles is handled here, with the GIL
+ * held: callbacks are called, and their references dropped, only after the
+ * GIL was taken. The pure-Python parts of the package (evstream._common)
+ * hand this module the few Python-level helpers it needs through _bind().
+ */
+#ifndef EVSPY_H
+#define EVSPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <evstream/evstream.h>
+#include <evstream/tensor.h>
+
+/* How many records a stream may hold at once (events and views alive).
+ * With evs_consumer__peek_next() that is the library's window; with
+ * peek/release alone it is one. */
+#ifdef EVS_CONSUMER_MAX_HELD
+#define EVSPY_WINDOW EVS_CONSUMER_MAX_HELD
+#define EVSPY_HAVE_PEEK_NEXT 1
+#else
+#define EVSPY_WINDOW 1
+#define EVSPY_HAVE_PEEK_NEXT 0
+#endif
+
+/* The Python-level helpers from evstream._common (see _bind()). */
+struct evspy_bound {
+	PyObject *stats;          /* Stats(*fields) */
+	PyObject *lease_error;    /* LeaseError: data used after its lease */
+	PyObject *held_error;     /* TooManyHeld: the window is full */
+	PyObject *end_of_stream;  /* EndOfStream: producer gone, all read */
+	PyObject *make_array;     /* make_array(event, dtype, elem_size, shape) */
+	PyObject *detached;       /* DetachedEvent(...) */
+	PyObject *report;         /* report(subscription, event, exc) from a callback */
+};
+extern struct evspy_bound evspy;
+
+extern PyTypeObject *evspy_stream_type;
+extern PyTypeObject *evspy_event_type;
+extern PyTypeObject *evspy_producer_type;
+extern PyTypeObject *evspy_subscription_type;
+
+/* One slot per record a stream holds, in ring order. */
+struct evspy_slot {
+	PyObject *event;   /* borrowed: the Event of this record, NULL once gone */
+	bool done;         /* lease ended and no view alive: may be given back */
+};
+
+typedef struct {
+	PyObject_HEAD
+	struct evs_consumer *c;
+	unsigned int core;
+	int fd;                    /* what fileno() returns */
+	int epfd;                  /* owned epoll of eventfd + producer socket, or -1 */
+	PyObject *producer;        /* a Producer object connected to, kept alive */
+	PyObject *name;            /* str or None */
+	struct evspy_slot slots[EVSPY_WINDOW];
+	uint64_t head, tail;       /* tickets of the oldest held record and the next */
+	PyObject *cur;             /* borrowed: the event iteration handed out last */
+	uint64_t next_seq;         /* seq expected next (gap tracking) */
+	uint64_t lost;             /* events missing between those read */
+	bool seen;                 /* an event was read (next_seq is meaningful) */
+	bool ended;                /* -EPIPE: the producer has gone, all read */
+	bool closed;               /* close() was called */
+	bool threaded;             /* a subscription thread reads it: lock */
+	bool pumping;
+	pthread_mutex_t lock;      /* consumer calls, when threaded */
+} StreamObject;
+
+enum evspy_kind { KIND_RAW, KIND_TENSOR, KIND_PRINT, KIND_BAD };
+
+typedef struct {
+	PyObject_HEAD
+	StreamObject *stream;      /* strong */
+	uint64_t ticket;
+	struct evs_event_header hdr;
+	const uint8_t *payload;    /* in the ring, hdr.data_size bytes */
+	const uint8_t *view;       /* what the buffer protocol exports */
+	uint64_t view_len;
+	uint64_t gap;
+	PyObject *mv;              /* weak reference to the memoryview of .data */
+	PyObject *prefix, *dtype;  /* str, for tensors and prints */
+	uint64_t shape[EVS_TENSOR_MAX_DIMS];
+	uint32_t ndim, elem_size, pipe, nc;
+	uint32_t exports;          /* buffer exports alive (views, arrays) */
+	uint8_t kind;
+	bool released;             /* lease ended: no new views */
+} EventObject;
+
+/* PyUnicode_AsUTF8() is not in the 3.11 limited API */
+static inline const char *evspy_utf8(PyObject *o)
+{
+	return PyUnicode_AsUTF8AndSize(o, NULL);
+}
+
+/* Py_SETREF and Py_XSETREF are not in the limited API */
+#define EVSPY_SETREF(dst, src)                 \
+	do {                                   \
+		PyObject *old_ = (PyObject *)(dst); \
+		(dst) = (src);                 \
+		Py_XDECREF(old_);              \
+	} while (0)
+
+/* module.c */
+PyObject *evspy_oserror(int err, const char *what, bool detail);
+PyObject *evspy_stats(const struct evs_stream_stats *st);
+double evspy_now(void);
+
+/* stream.c */
+int evspy_stream_types(PyObject *m);
+int evspy_parse_core(PyObject *o, unsigned int *core);
+PyObject *evspy_connect(PyObject *self, PyObject *args, PyObject *kw);
+StreamObject *evspy_stream_open(PyObject *producer, unsigned int core, double timeout,
+				PyObject *runtime_dir);
+int evspy_stream_take(StreamObject *s, struct evs_record *rec, uint64_t *ticket);
+PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_t ticket);
+void evspy_event_end(EventObject *ev);
+void evspy_stream_shut(StreamObject *s);
+int evspy_stream_prepare_wait(StreamObject *s);
+
+/* producer.c */
+int evspy_producer_types(PyObject *m);
+
+/* subscribe.c */
+int evspy_subscription_types(PyObject *m);
+PyObject *evspy_subscribe(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *evspy_stop_all(PyObject *self, PyObject *args);
+
+#endif

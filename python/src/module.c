@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * evstream._native: module functions, errors, statistics, the tensor
+ * payload parser and the runtime's debug-stream API (nrt_*).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nrt/ndebug_stream.h>
+
+#include "evspy.h"
+
+struct evspy_bound evspy;
+
+double evspy_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* OSError (the subclass its errno picks) saying what failed and why: the
+ * library's sentence about this thread's last failure when detail is set
+ * and there is one, else the errno's name. */
+PyObject *evspy_oserror(int err, const char *what, bool detail)
+{
+	const char *why = detail && *evs_errmsg() ? evs_errmsg() : evs_strerror(err);
+	PyObject *msg, *exc;
+
+	if (err < 0)
+		err = -err;
+	msg = PyUnicode_FromFormat("%s: %s", what, why);
+	if (!msg)
+		return NULL;
+	exc = PyObject_CallFunction(PyExc_OSError, "iO", err, msg);
+	Py_DECREF(msg);
+	if (exc) {
+		PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+		Py_DECREF(exc);
+	}
+	return NULL;
+}
+
+PyObject *evspy_stats(const struct evs_stream_stats *st)
+{
+	PyObject *args, *res;
+
+	if (!evspy.stats) {
+		PyErr_SetString(PyExc_RuntimeError, "evstream._native is not bound (import evstream)");
+		return NULL;
+	}
+	args = Py_BuildValue("(KKKKKKKKKKKKKKIIIIKIII)",
+			     (unsigned long long)st->produced, (unsigned long long)st->committed,
+			     (unsigned long long)st->dropped,
+			     (unsigned long long)st->dropped_events[EVS_DROP_RING_FULL],
+			     (unsigned long long)st->dropped_events[EVS_DROP_TOO_BIG],
+			     (unsigned long long)st->dropped_events[EVS_DROP_NO_CONSUMER],
+			     (unsigned long long)st->dropped_bytes[EVS_DROP_RING_FULL],
+			     (unsigned long long)st->dropped_bytes[EVS_DROP_TOO_BIG],
+			     (unsigned long long)st->dropped_bytes[EVS_DROP_NO_CONSUMER],
+			     (unsigned long long)st->released, (unsigned long long)st->wakeups,
+			     (unsigned long long)st->ring_bytes, (unsigned long long)st->max_events,
+			     (unsigned long long)st->page_size, st->hugepages, st->connected,
+			     st->producer_closed, st->core, (unsigned long long)st->arms,
+			     st->membarrier, st->producer_died, st->tsc_timestamps);
+	if (!args)
+		return NULL;
+	res = PyObject_CallObject(evspy.stats, args);
+	Py_DECREF(args);
+	return res;
+}
+
+/* _bind(Stats, LeaseError, TooManyHeld, EndOfStream, make_array,
+ * DetachedEvent, report): the Python-level helpers, from evstream._common. */
+static PyObject *mod_bind(PyObject *self, PyObject *args)
+{
+	PyObject *o[7];
+	PyObject **slot[7] = { &evspy.stats, &evspy.lease_error, &evspy.held_error,
+			       &evspy.end_of_stream, &evspy.make_array, &evspy.detached,
+			       &evspy.report };
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "OOOOOOO:_bind", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6]))
+		return NULL;
+	for (int i = 0; i < 7; i++) {
+		Py_INCREF(o[i]);
+		EVSPY_SETREF(*slot[i], o[i]);
+	}
+	Py_RETURN_NONE;
+}
+
+/* tensor_parse(buffer) -> (kind, prefix, dtype, core, pipe, elem_size,
+ * shape, offset, nbytes): the library's reading of a tensor-read payload;
+ * kind is "tensor", "print" or "bad" (then the rest is None). */
+static PyObject *mod_tensor_parse(PyObject *self, PyObject *arg)
+{
+	struct evs_tensor_info info;
+	Py_buffer b;
+	PyObject *shape, *res;
+	int err;
+
+	(void)self;
+	if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
+		return NULL;
+	err = evs_tensor_parse(b.buf, (uint64_t)b.len, &info);
+	if (err) {
+		PyBuffer_Release(&b);
+		return Py_BuildValue("(sOOOOOOOO)", "bad", Py_None, Py_None, Py_None, Py_None,
+				     Py_None, Py_None, Py_None, Py_None);
+	}
+	shape = PyTuple_New(info.ndim);
+	for (uint32_t i = 0; shape && i < info.ndim; i++)
+		PyTuple_SetItem(shape, i, PyLong_FromUnsignedLongLong(info.shape[i]));
+	if (!shape) {
+		PyBuffer_Release(&b);
+		return NULL;
+	}
+	res = Py_BuildValue("(sNNIIINnK)", info.is_print ? "print" : "tensor",
+			    PyUnicode_DecodeUTF8(info.prefix, (Py_ssize_t)strlen(info.prefix), "replace"),
+			    info.is_print ? Py_NewRef(Py_None)
+					  : PyUnicode_DecodeUTF8(info.dtype, (Py_ssize_t)strlen(info.dtype),
+								 "replace"),
+			    info.core, info.pipe, info.elem_size, shape,
+			    (Py_ssize_t)((const char *)info.data - (const char *)b.buf),
+			    (unsigned long long)info.bytes);
+	PyBuffer_Release(&b);
+	return res;
+}
+
+static PyObject *mod_dtype_size(PyObject *self, PyObject *arg)
+{
+	const char *s = evspy_utf8(arg);
+
+	(void)self;
+	if (!s)
+		return NULL;
+	return PyLong_FromUnsignedLong(evs_dtype_size(s));
+}
+
+static PyObject *mod_strerror(PyObject *self, PyObject *arg)
+{
+	int err = (int)PyLong_AsLong(arg);
+
+	(void)self;
+	if (err == -1 && PyErr_Occurred())
+		return NULL;
+	return PyUnicode_FromString(evs_strerror(err));
+}
+
+/* ------------------------------------------------ the debug-stream API */
+
+static PyObject *mod_nrt_connect(PyObject *self, PyObject *arg)
+{
+	long core = PyLong_AsLong(arg);
+	NRT_STATUS st;
+	int fd = -1;
+
+	(void)self;
+	if (core == -1 && PyErr_Occurred())
+		return NULL;
+	if (core < INT32_MIN || core > INT32_MAX) {
+		PyErr_Format(PyExc_OverflowError, "core %ld does not fit the reference API's int", core);
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	st = nrt_debug_client_connect((int)core, &fd);
+	Py_END_ALLOW_THREADS
+	return Py_BuildValue("(ii)", (int)st, fd);
+}
+
+static PyObject *mod_nrt_read_one_event(PyObject *self, PyObject *arg)
+{
+	ndebug_stream_event_header_t h;
+	void *payload = NULL;
+	long fd = PyLong_AsLong(arg);
+	NRT_STATUS st;
+	PyObject *res;
+
+	(void)self;
+	if (fd == -1 && PyErr_Occurred())
+		return NULL;
+	if (fd < INT32_MIN || fd > INT32_MAX)
+		return Py_BuildValue("(iOO)", (int)NRT_INVALID_HANDLE, Py_None, Py_None);
+	st = nrt_debug_client_read_one_event((int)fd, &h, &payload);
+	if (st != NRT_SUCCESS)
+		return Py_BuildValue("(iOO)", (int)st, Py_None, Py_None);
+	res = Py_BuildValue("(iy#y#)", (int)st, (const char *)&h, (Py_ssize_t)sizeof(h),
+			    (const char *)payload, (Py_ssize_t)h.data_size);
+	free(payload);
+	return res;
+}
+
+static PyObject *mod_nrt_close(PyObject *self, PyObject *arg)
+{
+	long fd = PyLong_AsLong(arg);
+
+	(void)self;
+	if (fd == -1 && PyErr_Occurred())
+		return NULL;
+	if (fd >= INT32_MIN && fd <= INT32_MAX)
+		nrt_debug_client_connect_close((int)fd);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef mod_methods[] = {
+	{ "_bind", mod_bind, METH_VARARGS, "Bind the Python-level helpers (evstream._common)." },
+	{ "connect", (PyCFunction)(void (*)(void))evspy_connect, METH_VARARGS | METH_KEYWORDS,
+	  "connect(producer=None, core=0, timeout=2.0, runtime_dir=None) -> Stream" },
+	{ "subscribe", (PyCFunction)(void (*)(void))evspy_subscribe, METH_VARARGS | METH_KEYWORDS,
+	  "subscribe(core, fn, producer=None, timeout=2.0, runtime_dir=None) -> Subscription" },
+	{ "_stop_all", evspy_stop_all, METH_VARARGS,
+	  "_stop_all(timeout): stop every live subscription (at interpreter exit)." },
+	{ "tensor_parse", mod_tensor_parse, METH_O, "tensor_parse(payload) -> tuple (evs_tensor_parse)" },
+	{ "dtype_size", mod_dtype_size, METH_O, "dtype_size(name) -> bytes per element, 0 if unknown" },
+	{ "strerror", mod_strerror, METH_O, "strerror(errno) -> its name (evs_strerror)" },
+	{ "nrt_connect", mod_nrt_connect, METH_O, "nrt_connect(core) -> (status, fd)" },
+	{ "nrt_read_one_event", mod_nrt_read_one_event, METH_O,
+	  "nrt_read_one_event(fd) -> (status, header bytes, payload bytes)" },
+	{ "nrt_close", mod_nrt_close, METH_O, "nrt_close(fd)" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static int mod_exec(PyObject *m)
+{
+	if (evspy_stream_types(m) || evspy_producer_types(m) || evspy_subscription_types(m))
+		return -1;
+	if (PyModule_AddIntConstant(m, "MAX_HELD", EVSPY_WINDOW) ||
+	    PyModule_AddIntConstant(m, "HAVE_PEEK_NEXT", EVSPY_HAVE_PEEK_NEXT) ||
+	    PyModule_AddIntConstant(m, "EVENT_TENSOR_READ", EVS_EVENT_TENSOR_READ) ||
+	    PyModule_AddIntConstant(m, "TENSOR_FIXED_BYTES", EVS_TENSOR_FIXED_BYTES))
+		return -1;
+	return 0;
+}
+
+static PyModuleDef_Slot mod_slots[] = {
+	{ Py_mod_exec, (void *)mod_exec },
+	{ 0, NULL },
+};
+
+static struct PyModuleDef mod_def = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "evstream._native",
+	.m_doc = "evstream's native binding of the C API (libevstream.so.1).",
+	.m_size = 0,
+	.m_methods = mod_methods,
+	.m_slots = mod_slots,
+};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+	return PyModuleDef_Init(&mod_def);
+}

@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Producer: evs_producer__new/emit/emit_tensor/flush/stats.
+ *
+ * Calls are made with the GIL held, so that Python threads sharing a
+ * Producer never emit on one stream at the same time (the C API's single
+ * producer per stream). Emitting never blocks: a drop returns False and is
+ * counted in stats(core).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+
+#include "evspy.h"
+
+PyTypeObject *evspy_producer_type;
+
+typedef struct {
+	PyObject_HEAD
+	struct evs_producer *p;
+	PyObject *name;     /* str or None */
+	unsigned int ncores;
+} ProducerObject;
+
+static int producer_check(ProducerObject *self)
+{
+	if (!self->p) {
+		PyErr_SetString(PyExc_ValueError, "operation on a closed evstream Producer");
+		return -1;
+	}
+	return 0;
+}
+
+static int producer_core(ProducerObject *self, PyObject *o, unsigned int *core)
+{
+	long v = PyLong_AsLong(o);
+
+	if (v == -1 && PyErr_Occurred())
+		return -1;
+	if (v < 0 || (unsigned long)v >= self->ncores) {
+		PyErr_Format(PyExc_ValueError, "core %R: producer %R has cores 0 to %u", o, self->name,
+			     self->ncores - 1);
+		return -1;
+	}
+	*core = (unsigned int)v;
+	return 0;
+}
+
+static PyObject *producer_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "name", "ncores", "ring_bytes", "max_events", "hugepages",
+				  "runtime_dir", "no_timestamps", "allow_gid", NULL };
+	PyObject *name = Py_None, *hp = Py_None, *rdir = Py_None, *gid = Py_None;
+	unsigned long long ring_bytes = 0, max_events = 0;
+	unsigned int ncores = 1;
+	int no_ts = 0;
+	ProducerObject *self;
+	const char *cname = NULL, *crdir = NULL;
+	int hugepages = EVS_HUGEPAGES_DEFAULT;
+	long gid_v = 0;
+	struct evs_producer *p;
+	int err;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OI$KKOOpO:Producer", kwlist, &name, &ncores,
+					 &ring_bytes, &max_events, &hp, &rdir, &no_ts, &gid))
+		return NULL;
+	if (name != Py_None) {
+		if (!PyUnicode_Check(name)) {
+			PyErr_Format(PyExc_TypeError, "name %R: allowed is None or a str", name);
+			return NULL;
+		}
+		cname = evspy_utf8(name);
+		if (!cname)
+			return NULL;
+	}
+	if (ncores < 1 || ncores > 4096) {
+		PyErr_Format(PyExc_ValueError, "ncores %u: allowed is 1 to 4096", ncores);
+		return NULL;
+	}
+	if (hp != Py_None) {
+		const char *h = PyUnicode_Check(hp) ? evspy_utf8(hp) : NULL;
+
+		if (h && !strcmp(h, "auto"))
+			hugepages = EVS_HUGEPAGES_AUTO;
+		else if (h && !strcmp(h, "on"))
+			hugepages = EVS_HUGEPAGES_ON;
+		else if (h && !strcmp(h, "off"))
+			hugepages = EVS_HUGEPAGES_OFF;
+		else {
+			PyErr_Clear();
+			PyErr_Format(PyExc_ValueError, "hugepages %R: allowed is None, 'auto', 'on' or 'off'", hp);
+			return NULL;
+		}
+	}
+	if (rdir != Py_None) {
+		crdir = evspy_utf8(rdir);
+		if (!crdir)
+			return NULL;
+	}
+	if (gid != Py_None) {
+		gid_v = PyLong_AsLong(gid);
+		if (gid_v == -1 && PyErr_Occurred())
+			return NULL;
+		if (gid_v < 0) {
+			PyErr_Format(PyExc_ValueError, "allow_gid %R: allowed is None or a group id >= 0", gid);
+			return NULL;
+		}
+	}
+	{
+		EVS_OPTS(evs_producer_opts, o, .ring_bytes = ring_bytes, .max_events = max_events,
+			 .hugepages = hugepages, .runtime_dir = crdir, .no_timestamps = no_ts,
+			 .allow_group = gid != Py_None, .allow_gid = (gid_t)gid_v);
+		char msg[1024];
+
+		Py_BEGIN_ALLOW_THREADS
+		p = evs_producer__new(cname, ncores, &o);
+		err = p ? 0 : errno;
+		if (!p)
+			snprintf(msg, sizeof(msg), "%s", evs_errmsg());
+		Py_END_ALLOW_THREADS
+		if (!p) {
+			PyObject *m = PyUnicode_FromFormat("cannot create producer %R: %s", name,
+							   msg[0] ? msg : evs_strerror(err));
+			PyObject *exc;
+
+			if (!m)
+				return NULL;
+			exc = PyObject_CallFunction(PyExc_OSError, "iO", err, m);
+			Py_DECREF(m);
+			if (exc) {
+				PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+				Py_DECREF(exc);
+			}
+			return NULL;
+		}
+	}
+	self = (ProducerObject *)((allocfunc)PyType_GetSlot(tp, Py_tp_alloc))(tp, 0);
+	if (!self) {
+		evs_producer__free(p);
+		return NULL;
+	}
+	self->p = p;
+	self->name = Py_NewRef(name);
+	self->ncores = ncores;
+	return (PyObject *)self;
+}
+
+static PyObject *producer_close(PyObject *o, PyObject *unused)
+{
+	ProducerObject *self = (ProducerObject *)o;
+
+	(void)unused;
+	if (self->p) {
+		struct evs_producer *p = self->p;
+
+		self->p = NULL;
+		Py_BEGIN_ALLOW_THREADS
+		evs_producer__free(p);
+		Py_END_ALLOW_THREADS
+	}
+	Py_RETURN_NONE;
+}
+
+static void producer_dealloc(PyObject *o)
+{
+	ProducerObject *self = (ProducerObject *)o;
+	PyTypeObject *tp = Py_TYPE(o);
+
+	if (self->p)
+		evs_producer__free(self->p);
+	Py_XDECREF(self->name);
+	((freefunc)PyType_GetSlot(tp, Py_tp_free))(o);
+	Py_DECREF(tp);
+}
+
+/* The emit result: True committed, False dropped (counted), else raise. */
+static PyObject *emit_result(ProducerObject *self, int r, unsigned int core, const char *what)
+{
+	char buf[128];
+
+	if (r == 0)
+		Py_RETURN_TRUE;
+	if (r == -ENOBUFS || r == -EMSGSIZE || r == -ENOTCONN)
+		Py_RETURN_FALSE;
+	snprintf(buf, sizeof(buf), "%s on core %u of producer", what, core);
+	(void)self;
+	return evspy_oserror(r, buf, false);
+}
+
+static PyObject *producer_emit(PyObject *o, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "core", "type", "data", NULL };
+	ProducerObject *self = (ProducerObject *)o;
+	PyObject *core_o, *data;
+	unsigned long type;
+	unsigned int core;
+	Py_buffer b;
+	int r;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OkO:emit", kwlist, &core_o, &type, &data))
+		return NULL;
+	if (producer_check(self) || producer_core(self, core_o, &core))
+		return NULL;
+	if (type == 0 || type > UINT32_MAX) {
+		PyErr_Format(PyExc_ValueError, "type %lu: allowed is 1 to 4294967295 (0 is invalid)", type);
+		return NULL;
+	}
+	if (PyObject_GetBuffer(data, &b, PyBUF_SIMPLE) < 0)
+		return NULL;
+	r = evs_producer__emit(self->p, core, (uint32_t)type, b.buf, (size_t)b.len);
+	PyBuffer_Release(&b);
+	return emit_result(self, r, core, "emit");
+}
+
+/* The evstream dtype of a buffer's struct format, or NULL (err says why). */
+static const char *format_dtype(const char *fmt, Py_ssize_t itemsize, char *err, size_t len)
+{
+	static const char *sints[] = { NULL, "int8", "int16", NULL, "int32", NULL, NULL, NULL, "int64" };
+	static const char *uints[] = { NULL, "uint8", "uint16", NULL, "uint32", NULL, NULL, NULL, "uint64" };
+	const char *f = fmt ? fmt : "B";
+
+	if (*f == '>' || *f == '!') {
+		snprintf(err, len, "format '%s' is big-endian; evstream tensors are little-endian", fmt);
+		return NULL;
+	}
+	if (*f == '@' || *f == '=' || *f == '<')
+		f++;
+	if (f[0] && !f[1] && itemsize > 0 && itemsize <= 8) {
+		switch (f[0]) {
+		case '?': return itemsize == 1 ? "bool" : NULL;
+		case 'e': return itemsize == 2 ? "float16" : NULL;
+		case 'f': return itemsize == 4 ? "float32" : NULL;
+		case 'd': return itemsize == 8 ? "float64" : NULL;
+		case 'b': case 'h': case 'i': case 'l': case 'q': case 'n':
+			return sints[itemsize];
+		case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N': case 'c':
+			return uints[itemsize];
+		}
+	}
+	snprintf(err, len,
+		 "format '%s' (%zd-byte elements) has no evstream dtype: pass dtype= (a name such as "
+		 "'bfloat16', or any name for elements of that size)", fmt ? fmt : "B", itemsize);
+	return NULL;
+}
+
+static PyObject *producer_emit_tensor(PyObject *o, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "core", "prefix", "array", "pipe", "dtype", NULL };
+	ProducerObject *self = (ProducerObject *)o;
+	PyObject *core_o, *prefix_o, *array = Py_None, *dtype_o = Py_None;
+	const char *prefix = "", *dtype = NULL;
+	uint64_t shape[EVS_TENSOR_MAX_DIMS];
+	int64_t strides[EVS_TENSOR_MAX_DIMS];
+	struct evs_tensor t = { 0 };
+	unsigned int core;
+	int pipe = 0, r;
+	Py_buffer b;
+	char err[256];
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OiO:emit_tensor", kwlist, &core_o, &prefix_o,
+					 &array, &pipe, &dtype_o))
+		return NULL;
+	if (producer_check(self) || producer_core(self, core_o, &core))
+		return NULL;
+	if (pipe < 0 || pipe > 2) {
+		PyErr_Format(PyExc_ValueError, "pipe %d: allowed is 0 or 1 (stdout) and 2 (stderr)", pipe);
+		return NULL;
+	}
+	if (prefix_o != Py_None) {
+		if (PyUnicode_Check(prefix_o)) {
+			prefix = evspy_utf8(prefix_o);
+		} else if (PyBytes_Check(prefix_o)) {
+			prefix = PyBytes_AsString(prefix_o);
+		} else {
+			PyErr_Format(PyExc_TypeError, "prefix %R: allowed is a str, bytes or None", prefix_o);
+			return NULL;
+		}
+		if (!prefix)
+			return NULL;
+	}
+	if (dtype_o != Py_None) {
+		if (!PyUnicode_Check(dtype_o) || !(dtype = evspy_utf8(dtype_o)))
+			goto bad_dtype;
+		if (!dtype[0] || strlen(dtype) >= EVS_TENSOR_DTYPE_MAX)
+			goto bad_dtype;
+	}
+	t.prefix = prefix;
+	t.pipe = pipe ? (uint32_t)pipe : 1;
+	if (array == Py_None) {
+		if (dtype) {
+			PyErr_SetString(PyExc_ValueError, "dtype given without an array: a print has none");
+			return NULL;
+		}
+		r = evs_producer__emit_tensor(self->p, core, &t);
+		return emit_result(self, r, core, "emit_tensor");
+	}
+	if (PyObject_GetBuffer(array, &b, PyBUF_RECORDS_RO) < 0)
+		return NULL;
+	if (b.suboffsets) {
+		PyErr_SetString(PyExc_ValueError, "buffers with suboffsets (PIL-style) are not supported");
+		goto fail;
+	}
+	if (b.ndim > (int)EVS_TENSOR_MAX_DIMS) {
+		PyErr_Format(PyExc_ValueError, "array of %d dimensions: allowed is 0 to %u", b.ndim,
+			     EVS_TENSOR_MAX_DIMS);
+		goto fail;
+	}
+	if (dtype) {
+		uint32_t known = evs_dtype_size(dtype);
+
+		if (known && (Py_ssize_t)known != b.itemsize) {
+			PyErr_Format(PyExc_ValueError,
+				     "dtype '%s' has %u-byte elements; the array's are %zd bytes", dtype,
+				     known, b.itemsize);
+			goto fail;
+		}
+		t.dtype = dtype;
+		t.elem_size = (uint32_t)b.itemsize;
+	} else {
+		t.dtype = format_dtype(b.format, b.itemsize, err, sizeof(err));
+		if (!t.dtype) {
+			PyErr_SetString(PyExc_TypeError, err);
+			goto fail;
+		}
+	}
+	t.ndim = (uint32_t)b.ndim;
+	for (int i = 0; i < b.ndim; i++) {
+		shape[i] = (uint64_t)b.shape[i];
+		if (b.strides)
+			strides[i] = (int64_t)b.strides[i];
+	}
+	t.shape = b.ndim ? shape : NULL;
+	/* gathered through the strides straight into the ring */
+	t.strides = b.ndim && b.strides ? strides : NULL;
+	t.data = b.len ? b.buf : NULL;
+	r = evs_producer__emit_tensor(self->p, core, &t);
+	PyBuffer_Release(&b);
+	return emit_result(self, r, core, "emit_tensor");
+fail:
+	PyBuffer_Release(&b);
+	return NULL;
+bad_dtype:
+	PyErr_Clear();
+	PyErr_Format(PyExc_ValueError, "dtype %R: allowed is None or a name of 1 to %u bytes", dtype_o,
+		     EVS_TENSOR_DTYPE_MAX - 1);
+	return NULL;
+}
+
+static PyObject *producer_flush(PyObject *o, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "core", NULL };
+	ProducerObject *self = (ProducerObject *)o;
+	PyObject *core_o = Py_None;
+	unsigned int core;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:flush", kwlist, &core_o))
+		return NULL;
+	if (producer_check(self))
+		return NULL;
+	if (core_o == Py_None) {
+		for (unsigned int i = 0; i < self->ncores; i++)
+			evs_producer__flush(self->p, i);
+	} else {
+		if (producer_core(self, core_o, &core))
+			return NULL;
+		evs_producer__flush(self->p, core);
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *producer_stats(PyObject *o, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "core", NULL };
+	ProducerObject *self = (ProducerObject *)o;
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	PyObject *core_o = NULL;
+	unsigned int core = 0;
+	int r;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:stats", kwlist, &core_o))
+		return NULL;
+	if (producer_check(self) || (core_o && producer_core(self, core_o, &core)))
+		return NULL;
+	r = evs_producer__stats(self->p, core, &st);
+	if (r)
+		return evspy_oserror(r, "stats", false);
+	return evspy_stats(&st);
+}
+
+/* wait_connected(cores=None, timeout=10.0): True once every core named
+ * (all by default) has a consumer, False at the timeout. */
+static PyObject *producer_wait_connected(PyObject *o, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "cores", "timeout", NULL };
+	ProducerObject *self = (ProducerObject *)o;
+	PyObject *cores = Py_None, *list = NULL;
+	double timeout = 10.0, deadline;
+	Py_ssize_t n;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Od:wait_connected", kwlist, &cores, &timeout))
+		return NULL;
+	if (producer_check(self))
+		return NULL;
+	if (cores == Py_None) {
+		list = PyList_New(0);
+		for (unsigned int i = 0; list && i < self->ncores; i++) {
+			PyObject *v = PyLong_FromUnsignedLong(i);
+
+			if (!v || PyList_Append(list, v) < 0) {
+				Py_XDECREF(v);
+				Py_CLEAR(list);
+				break;
+			}
+			Py_DECREF(v);
+		}
+	} else {
+		list = PySequence_List(cores);
+	}
+	if (!list)
+		return NULL;
+	n = PyList_Size(list);
+	deadline = evspy_now() + timeout;
+	for (;;) {
+		bool all = true;
+
+		if (producer_check(self))
+			goto err;
+		for (Py_ssize_t i = 0; i < n && all; i++) {
+			struct evs_stream_stats st = { .sz = sizeof(st) };
+			unsigned int core;
+
+			if (producer_core(self, PyList_GetItem(list, i), &core))
+				goto err;
+			all = evs_producer__stats(self->p, core, &st) == 0 && st.connected;
+		}
+		if (all || evspy_now() >= deadline) {
+			Py_DECREF(list);
+			return PyBool_FromLong(all);
+		}
+		Py_BEGIN_ALLOW_THREADS
+		poll(NULL, 0, 5);
+		Py_END_ALLOW_THREADS
+		if (PyErr_CheckSignals() < 0)
+			goto err;
+	}
+err:
+	Py_DECREF(list);
+	return NULL;
+}
+
+static PyObject *producer_enter(PyObject *o, PyObject *unused)
+{
+	(void)unused;
+	if (producer_check((ProducerObject *)o))
+		return NULL;
+	return Py_NewRef(o);
+}
+
+static PyObject *producer_exit(PyObject *o, PyObject *args)
+{
+	PyObject *r = producer_close(o, NULL);
+
+	(void)args;
+	Py_XDECREF(r);
+	if (!r)
+		return NULL;
+	Py_RETURN_FALSE;
+}
+
+static PyObject *producer_get_name(PyObject *o, void *c)
+{
+	(void)c;
+	return Py_NewRef(((ProducerObject *)o)->name);
+}
+
+static PyObject *producer_get_ncores(PyObject *o, void *c)
+{
+	(void)c;
+	return PyLong_FromUnsignedLong(((ProducerObject *)o)->ncores);
+}
+
+static PyObject *producer_get_closed(PyObject *o, void *c)
+{
+	(void)c;
+	return PyBool_FromLong(((ProducerObject *)o)->p == NULL);
+}
+
+static PyObject *producer_repr(PyObject *o)
+{
+	ProducerObject *self = (ProducerObject *)o;
+
+	return PyUnicode_FromFormat("<evstream.Producer %R, %u cores%s>", self->name, self->ncores,
+				    self->p ? "" : ", closed");
+}
+
+static PyGetSetDef producer_getset[] = {
+	{ "name", producer_get_name, NULL, "the producer's name (None: reachable in this process only)", NULL },
+	{ "ncores", producer_get_ncores, NULL, "number of streams (logical cores)", NULL },
+	{ "closed", producer_get_closed, NULL, "close() was called", NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyMethodDef producer_methods[] = {
+	{ "emit", (PyCFunction)(void (*)(void))producer_emit, METH_VARARGS | METH_KEYWORDS,
+	  "emit(core, type, data) -> True committed, False dropped (counted)" },
+	{ "emit_tensor", (PyCFunction)(void (*)(void))producer_emit_tensor, METH_VARARGS | METH_KEYWORDS,
+	  "emit_tensor(core, prefix, array=None, pipe=0, dtype=None) -> True committed, False dropped" },
+	{ "flush", (PyCFunction)(void (*)(void))producer_flush, METH_VARARGS | METH_KEYWORDS,
+	  "flush(core=None): report drops held back for the drop probe" },
+	{ "stats", (PyCFunction)(void (*)(void))producer_stats, METH_VARARGS | METH_KEYWORDS,
+	  "stats(core=0) -> Stats" },
+	{ "wait_connected", (PyCFunction)(void (*)(void))producer_wait_connected,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "wait_connected(cores=None, timeout=10.0) -> True once each core has a consumer" },
+	{ "close", producer_close, METH_NOARGS, "Close every stream (consumers drain, then end)." },
+	{ "__enter__", producer_enter, METH_NOARGS, NULL },
+	{ "__exit__", producer_exit, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyType_Slot producer_slots[] = {
+	{ Py_tp_new, producer_new },
+	{ Py_tp_dealloc, producer_dealloc },
+	{ Py_tp_repr, producer_repr },
+	{ Py_tp_getset, producer_getset },
+	{ Py_tp_methods, producer_methods },
+	{ Py_tp_doc, "Producer(name=None, ncores=1, *, ring_bytes=0, max_events=0, hugepages=None, "
+		     "runtime_dir=None, no_timestamps=False, allow_gid=None)" },
+	{ 0, NULL },
+};
+
+static PyType_Spec producer_spec = {
+	.name = "evstream._native.Producer",
+	.basicsize = sizeof(ProducerObject),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+	.slots = producer_slots,
+};
+
+int evspy_producer_types(PyObject *m)
+{
+	evspy_producer_type = (PyTypeObject *)PyType_FromModuleAndSpec(m, &producer_spec, NULL);
+	if (!evspy_producer_type || PyModule_AddObjectRef(m, "Producer", (PyObject *)evspy_producer_type))
+		return -1;
+	return 0;
+}
