@@ -245,7 +245,7 @@ class Event:
             mv = slot.mv()
             if mv is not None:
                 return mv
-        mv = memoryview(slot.exporter(self._off, self.nbytes)).toreadonly()
+        mv = memoryview(slot.exporter(self._off, self.nbytes)).cast("B").toreadonly()
         slot.mv = weakref.ref(mv)
         return mv
 
@@ -253,7 +253,7 @@ class Event:
         slot = self._slot
         if slot.released:
             raise self._lease_error()
-        mv = memoryview(slot.exporter(self._off, self.nbytes)).toreadonly()
+        mv = memoryview(slot.exporter(self._off, self.nbytes)).cast("B").toreadonly()
         if self.kind == "tensor":
             return _h["make_array"](mv, self.dtype, self.elem_size, self.shape, bfloat16)
         return _h["make_array"](mv, None, 0, (self.nbytes,), bfloat16)

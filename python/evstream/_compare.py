@@ -1,0 +1,295 @@
+# SPDX-License-Identifier: MIT
+"""``python3 -m evstream compare DUMP_A DUMP_B``: the golden-compare workflow.
+
+Two evs-dump directories (docs/dump.md: index.jsonl and c<core>/<seq>.npy)
+are walked together: on each core, the k-th tensor with a given prefix in
+A is compared with the k-th tensor with that prefix in B (so events of
+other cores, prints and interleaving do not matter). Values are compared
+as float64 (bfloat16 files hold bits: the index's dtype says so); dtypes
+NumPy does not know (``|Vn``) must be equal byte for byte.
+
+A tensor diverges when it is not allclose(A, B, rtol, atol) (|A - B| <=
+atol + rtol * |B|, NaN equal to NaN), or when --pcc is given and its
+Pearson correlation is below it. With --pcc alone, only the PCC counts.
+
+Exit status: 0 no divergence; 1 a tensor diverges; 2 bad input (a dump
+that cannot be read, a missing file, tensors that do not line up or whose
+shapes differ: each named).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+EXIT_OK, EXIT_DIVERGE, EXIT_BAD = 0, 1, 2
+
+
+class BadInput(Exception):
+    pass
+
+
+class Tensor:
+    __slots__ = ("dump", "core", "seq", "prefix", "dtype", "shape", "file", "nth")
+
+    def label(self):
+        return "core %d seq %d %r" % (self.core, self.seq, self.prefix)
+
+
+def read_index(d):
+    """Tensor lines of a dump, by core, in index order."""
+    path = os.path.join(d, "index.jsonl")
+    if not os.path.isdir(d):
+        raise BadInput("%s: no such directory" % d)
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise BadInput("%s: cannot read the index (%s): not an evs-dump directory?"
+                       % (path, e.strerror)) from None
+    by_core = {}
+    with f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                j = json.loads(line)
+                if j.get("kind") != "tensor":
+                    continue
+                t = Tensor()
+                t.dump = d
+                t.core = int(j["core"])
+                t.seq = int(j["seq"])
+                t.prefix = j.get("prefix") or ""
+                t.dtype = j["dtype"]
+                t.shape = tuple(int(x) for x in j["shape"])
+                t.file = j.get("file")
+            except (ValueError, KeyError, TypeError) as e:
+                raise BadInput("%s line %d: not an index line (%s)" % (path, n, e)) from None
+            by_core.setdefault(t.core, []).append(t)
+    return by_core
+
+
+def pair_up(a, b, cores):
+    """[(ta, tb)] matched by core, prefix and occurrence; raise on leftovers."""
+    pairs, only = [], []
+    for core in sorted(set(a) | set(b)):
+        if cores is not None and core not in cores:
+            continue
+        la, lb = a.get(core, []), b.get(core, [])
+        seen = {}
+        for t in la + lb:
+            key = (t.dump, t.prefix)
+            t.nth = seen.get(key, 0)
+            seen[key] = t.nth + 1
+        ib = {(t.prefix, t.nth): t for t in lb}
+        for t in la:
+            u = ib.pop((t.prefix, t.nth), None)
+            if u is None:
+                only.append(("A", t))
+            else:
+                pairs.append((t, u))
+        only.extend(("B", t) for t in lb if (t.prefix, t.nth) in ib)
+    if only:
+        side, t = only[0]
+        raise BadInput("the dumps do not line up: %d tensors are in one dump only; the first: %s "
+                       "(occurrence %d of its prefix) is only in %s"
+                       % (len(only), t.label(), t.nth + 1, side))
+    return pairs
+
+
+def load(t):
+    import numpy as np
+    if t.file is None:
+        raise BadInput("%s: %s has no file (an index-only dump, or it could not be written)"
+                       % (t.dump, t.label()))
+    path = os.path.join(t.dump, t.file)
+    try:
+        a = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise BadInput("%s: %s: cannot load %s: %s" % (t.dump, t.label(), path, e)) from None
+    if tuple(a.shape) != t.shape:
+        raise BadInput("%s: %s has shape %s, its index says %s" % (path, t.label(), a.shape, t.shape))
+    return a
+
+
+def values(t, a):
+    """float64 values, or None for opaque elements (compared as bytes)."""
+    import numpy as np
+    if t.dtype == "bfloat16":
+        return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    if a.dtype.kind == "V":
+        return None
+    return a.astype(np.float64)
+
+
+def pcc(x, y):
+    """Pearson correlation of two flat float64 arrays. Non-finite values
+    must sit at the same places and be equal (NaN with NaN); the finite
+    ones are correlated."""
+    import numpy as np
+    fx, fy = np.isfinite(x), np.isfinite(y)
+    if not (fx.all() and fy.all()):
+        with np.errstate(invalid="ignore"):
+            same = ~fx & ~fy & ((np.isnan(x) & np.isnan(y)) | (x == y))
+        if ((~fx | ~fy) & ~same).any():
+            return 0.0
+        keep = fx & fy
+        x, y = x[keep], y[keep]
+    if x.size == 0:
+        return 1.0
+    dx, dy = x - x.mean(), y - y.mean()
+    nx, ny = math.sqrt(float((dx * dx).sum())), math.sqrt(float((dy * dy).sum()))
+    if nx == 0 or ny == 0:
+        # constant tensors: correlated only when equal
+        return 1.0 if np.array_equal(x, y) else 0.0
+    return float((dx * dy).sum() / (nx * ny))
+
+
+class Result:
+    __slots__ = ("a", "b", "max_abs", "max_rel", "pcc", "worst", "va", "vb", "diverges")
+
+
+def compare_pair(ta, tb, atol, rtol, pcc_min, use_close):
+    import numpy as np
+    a, b = load(ta), load(tb)
+    if a.shape != b.shape:
+        raise BadInput("shapes differ: %s is %s in A (%s), %s in B (%s)"
+                       % (ta.label(), a.shape, ta.dump, b.shape, tb.dump))
+    r = Result()
+    r.a, r.b = ta, tb
+    x, y = values(ta, a), values(tb, b)
+    if x is None or y is None:
+        same = a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        r.max_abs = r.max_rel = 0.0 if same else math.inf
+        r.pcc = 1.0 if same else 0.0
+        r.worst, r.va, r.vb = (), None, None
+        r.diverges = not same
+        return r
+    if x.size == 0:
+        r.max_abs = r.max_rel = 0.0
+        r.pcc = 1.0
+        r.worst, r.va, r.vb = (), None, None
+        r.diverges = False
+        return r
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        nan_same = np.isnan(x) & np.isnan(y)
+        err = np.where(nan_same, 0.0, np.abs(x - y))
+        err = np.where(np.isnan(err), np.inf, err)  # NaN against a number, inf - inf
+        err = np.where((x == y), 0.0, err)          # equal infinities
+        ref = np.abs(y)
+        rel = np.where(err == 0, 0.0, err / np.where(ref == 0, np.nan, ref))
+        rel = np.where(np.isnan(rel), np.inf, rel)
+        bad = err > atol + rtol * np.where(np.isfinite(ref), ref, 0.0)
+    k = int(np.argmax(err))
+    r.worst = tuple(int(i) for i in np.unravel_index(k, x.shape))
+    r.max_abs = float(err.flat[k])
+    r.max_rel = float(rel.max())
+    r.va, r.vb = float(x.flat[k]), float(y.flat[k])
+    r.pcc = pcc(x.ravel(), y.ravel())
+    r.diverges = (use_close and bool(bad.any())) or (pcc_min is not None and r.pcc < pcc_min)
+    return r
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
+        return str(v)
+    return "%.4g" % v
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        prog="python3 -m evstream compare",
+        description="Compare two evs-dump directories tensor by tensor (matched by core, order "
+                    "and prefix): report the first tensor that diverges, then a summary.",
+        epilog="Exit status: 0 no divergence, 1 divergence, 2 bad input.")
+    p.add_argument("dump_a", metavar="DUMP_A", help="the dump to check")
+    p.add_argument("dump_b", metavar="DUMP_B", help="the reference (golden) dump")
+    p.add_argument("--atol", type=float, default=None, help="absolute tolerance (default 1e-8)")
+    p.add_argument("--rtol", type=float, default=None,
+                   help="relative tolerance, of |B| (default 1e-5)")
+    p.add_argument("--pcc", type=float, default=None,
+                   help="least Pearson correlation; given alone, the only criterion")
+    p.add_argument("--cores", default=None, help="cores to compare, e.g. 0,2-3 (default all)")
+    p.add_argument("--all", action="store_true", help="list every tensor, not only diverging ones")
+    p.add_argument("--show", type=int, default=20, help="rows of the table at most (default 20)")
+    args = p.parse_args(argv)
+    for name in ("atol", "rtol"):
+        v = getattr(args, name)
+        if v is not None and not v >= 0:
+            p.error("--%s %r: allowed is a number >= 0" % (name, v))
+    if args.pcc is not None and not -1 <= args.pcc <= 1:
+        p.error("--pcc %r: allowed is a number from -1 to 1" % args.pcc)
+    use_close = args.pcc is None or args.atol is not None or args.rtol is not None
+    atol = 1e-8 if args.atol is None else args.atol
+    rtol = 1e-5 if args.rtol is None else args.rtol
+    cores = None
+    if args.cores:
+        try:
+            cores = set()
+            for part in args.cores.split(","):
+                lo, _, hi = part.partition("-")
+                cores.update(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            p.error("--cores %r: use a list like 0,2-3" % args.cores)
+    out = sys.stdout
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        print("compare: NumPy is needed (python3-numpy)", file=sys.stderr)
+        return EXIT_BAD
+    try:
+        a, b = read_index(args.dump_a), read_index(args.dump_b)
+        pairs = pair_up(a, b, cores)
+        if not pairs:
+            raise BadInput("no tensors to compare in %s and %s%s" % (
+                args.dump_a, args.dump_b, " on cores %s" % args.cores if cores else ""))
+        results, first = [], None
+        for ta, tb in pairs:
+            r = compare_pair(ta, tb, atol, rtol, args.pcc, use_close)
+            results.append(r)
+            if r.diverges and first is None:
+                first = r
+    except BadInput as e:
+        print("compare: %s" % e, file=sys.stderr)
+        return EXIT_BAD
+    crit = []
+    if use_close:
+        crit.append("atol %g, rtol %g" % (atol, rtol))
+    if args.pcc is not None:
+        crit.append("pcc >= %g" % args.pcc)
+    ncores = sorted({r.a.core for r in results})
+    print("compare: %d tensor pairs on cores %s (A %s, B %s; %s)"
+          % (len(results), ",".join(map(str, ncores)), args.dump_a, args.dump_b, "; ".join(crit)),
+          file=out)
+    if first is not None:
+        r = first
+        print("first divergence: %s (A) / seq %d (B), %s vs %s, shape %s"
+              % (r.a.label(), r.b.seq, r.a.dtype, r.b.dtype, r.a.shape), file=out)
+        print("  max abs err %s at index %s (A %s, B %s); max rel err %s; pcc %s"
+              % (fmt(r.max_abs), r.worst, fmt(r.va), fmt(r.vb), fmt(r.max_rel), fmt(r.pcc)),
+              file=out)
+    rows = results if args.all else [r for r in results if r.diverges]
+    if rows:
+        print("  %4s %8s %-36s %-9s %-16s %10s %10s %9s %s" % (
+            "core", "seq", "prefix", "dtype", "shape", "max_abs", "max_rel", "pcc", "status"),
+            file=out)
+        for r in rows[:args.show]:
+            print("  %4d %8d %-36s %-9s %-16s %10s %10s %9s %s" % (
+                r.a.core, r.a.seq, r.a.prefix[:36], r.a.dtype, str(r.a.shape)[:16],
+                fmt(r.max_abs), fmt(r.max_rel), fmt(r.pcc), "DIVERGES" if r.diverges else "ok"),
+                file=out)
+        if len(rows) > args.show:
+            print("  ... %d more (--show N)" % (len(rows) - args.show), file=out)
+    print("  %4s %8s %10s %10s %10s %10s" % ("core", "tensors", "diverging", "max_abs", "max_rel",
+                                             "min_pcc"), file=out)
+    for core in ncores:
+        rs = [r for r in results if r.a.core == core]
+        print("  %4d %8d %10d %10s %10s %10s" % (
+            core, len(rs), sum(r.diverges for r in rs), fmt(max(r.max_abs for r in rs)),
+            fmt(max(r.max_rel for r in rs)), fmt(min(r.pcc for r in rs))), file=out)
+    n = sum(r.diverges for r in results)
+    print("compare: %s" % ("%d of %d tensors diverge" % (n, len(results)) if n
+                           else "all %d tensors match" % len(results)), file=out)
+    return EXIT_DIVERGE if n else EXIT_OK

@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: MIT
+"""Shared by the Python tests: a private runtime directory for the whole
+session (so that producers never meet another run's), unique producer
+names, the built tools, and helpers that wait with generous deadlines
+(the tests run on small machines shared with other builds: nothing here
+measures time)."""
+import itertools
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("EVS_BUILD", ROOT / "build"))
+PY = sys.executable
+
+if "EVSTREAM_RUNTIME_DIR" not in os.environ:
+    os.environ["EVSTREAM_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="evs-pytest-run-")
+RUNTIME_DIR = os.environ["EVSTREAM_RUNTIME_DIR"]
+# small test rings need no huge pages: leave those to the C suites
+os.environ.setdefault("EVSTREAM_HUGEPAGES", "off")
+
+import evstream  # noqa: E402  (after the environment above)
+
+_names = itertools.count()
+DEADLINE = 30.0  # seconds: generous, only to end a hung test
+
+
+def pytest_report_header(config):
+    return "evstream %s implementation (records held per stream: %d), runtime dir %s" % (
+        evstream.implementation, evstream.MAX_HELD, RUNTIME_DIR)
+
+
+def pytest_sessionstart(session):
+    want = os.environ.get("EVSTREAM_PY_IMPL")
+    if want and want != evstream.implementation:
+        raise pytest.UsageError("EVSTREAM_PY_IMPL=%s but evstream uses %s"
+                                % (want, evstream.implementation))
+
+
+def unique(tag="t"):
+    return "py%d-%s-%d" % (os.getpid(), tag, next(_names))
+
+
+@pytest.fixture
+def name():
+    return unique()
+
+
+@pytest.fixture
+def producer(name):
+    p = evstream.Producer(name, 2, ring_bytes=1 << 20)
+    yield p
+    p.close()
+
+
+def wait_for(cond, what, timeout=DEADLINE, step=0.005):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+        time.sleep(step)
+
+
+def tool(name):
+    path = BUILD / name
+    if not path.exists():
+        pytest.fail("%s is not built (make dump-tools)" % path)
+    return str(path)
+
+
+def env(**extra):
+    e = dict(os.environ)
+    e.update({k: str(v) for k, v in extra.items()})
+    return e
+
+
+def run_python(code, timeout=120, **extra):
+    """Run code in a fresh interpreter with this session's environment."""
+    return subprocess.run([PY, "-c", code], env=env(**extra), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+class Procs:
+    """Processes a test started; killed at its end whatever happened."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, args, **kw):
+        p = subprocess.Popen(args, **kw)
+        self.procs.append(p)
+        return p
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+@pytest.fixture
+def procs():
+    ps = Procs()
+    yield ps
+    ps.close()
+
+
+@pytest.fixture
+def tmpdir_fast():
+    """A temporary directory in memory when there is room (dumps make many files)."""
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) and \
+        shutil.disk_usage("/dev/shm").free > (512 << 20) else None
+    d = tempfile.mkdtemp(prefix="evs-pytest-", dir=base)
+    yield pathlib.Path(d)
+    shutil.rmtree(d, ignore_errors=True)

@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: MIT
+"""The consumer: connect, iteration, read, read_batch, fileno with select
+and selectors, stats, gaps and drops, the end of a stream, errors."""
+import errno
+import itertools
+import select
+import selectors
+import signal
+import threading
+
+import numpy as np
+import pytest
+
+import evstream
+from conftest import procs, tool, unique, wait_for  # noqa: F401
+
+
+def test_connect_by_name_by_object_and_to_this_process(producer, name):
+    with evstream.connect(name, 1) as s:
+        assert s.core == 1 and s.producer == name
+    with evstream.connect(producer, 0) as s:
+        assert s.producer == name
+        producer.emit(0, 5, b"x")
+        ev = s.read(5)
+        assert (ev.type, bytes(ev.data)) == (5, b"x")
+
+
+def test_iteration_in_order_until_the_producer_closes(producer, name):
+    s = evstream.connect(name, 0)
+    for i in range(20):
+        assert producer.emit(0, 3, i.to_bytes(4, "little"))
+    producer.close()
+    got = [(ev.seq, int.from_bytes(ev.data, "little"), ev.gap) for ev in s]
+    assert got == [(i, i, 0) for i in range(20)]
+    assert s.ended
+    with pytest.raises(evstream.EndOfStream, match="producer has gone"):
+        s.read(0)
+
+
+def test_iteration_releases_the_previous_event(producer, name):
+    s = evstream.connect(name, 0)
+    for i in range(3):
+        producer.emit(0, 3, b"abc")
+    it = iter(s)
+    first = next(it)
+    assert not first.released
+    second = next(it)
+    assert first.released and not second.released
+    with pytest.raises(evstream.LeaseError, match="seq 0 of core 0 was released"):
+        first.data
+
+
+def test_read_with_timeout_returns_none(producer, name):
+    with evstream.connect(name, 0) as s:
+        assert s.read(0) is None
+        assert s.read(0.05) is None
+        producer.emit(0, 1, b"")
+        ev = s.read(1)
+        assert ev.payload_size == 0 and ev.kind == "bad"  # type 1 without a tensor payload
+
+
+def test_read_batch(producer, name):
+    with evstream.connect(name, 0) as s:
+        assert s.read_batch(4) == []
+        for i in range(6):
+            producer.emit(0, 2, bytes([i]))
+        seen = []
+        while len(seen) < 6:
+            batch = s.read_batch(4, timeout=5)
+            assert 1 <= len(batch) <= min(4, s.max_held)
+            seen += [ev.data[0] for ev in batch]
+            for ev in batch:
+                ev.release()
+            del batch, ev
+        assert seen == list(range(6))
+        with pytest.raises(ValueError, match="n >= 1"):
+            s.read_batch(0)
+
+
+def test_fileno_with_select(producer, name):
+    with evstream.connect(name, 0) as s:
+        assert s.read(0) is None  # empty: arms the wakeup
+        assert select.select([s], [], [], 0)[0] == []
+        t = threading.Timer(0.05, producer.emit, (0, 4, b"wake"))
+        t.start()
+        r, _, _ = select.select([s], [], [], 30)
+        t.join()
+        assert r == [s]
+        assert bytes(s.read(0).data) == b"wake"
+
+
+def test_fileno_with_selectors_over_two_cores(producer, name):
+    sel = selectors.DefaultSelector()
+    streams = [evstream.connect(name, c) for c in (0, 1)]
+    for st in streams:
+        assert st.read(0) is None
+        sel.register(st, selectors.EVENT_READ)
+    producer.emit(1, 9, b"one")
+    ready = sel.select(30)
+    assert [k.fileobj.core for k, _ in ready] == [1]
+    ev = streams[1].read(0)
+    assert (ev.core, bytes(ev.data)) == (1, b"one")
+    for st in streams:
+        sel.unregister(st)
+        st.close()
+
+
+def test_stats_gaps_and_drops_are_visible(name):
+    # a ring of 4 events: the rest of a burst is dropped and counted
+    with evstream.Producer(name, 1, ring_bytes=1 << 20, max_events=4) as p:
+        s = evstream.connect(name, 0)
+        results = [p.emit(0, 7, bytes([i])) for i in range(10)]
+        assert results == [True] * 4 + [False] * 6
+        p.emit(0, 7, b"x")  # still full
+        st = s.stats
+        assert (st.committed, st.dropped, st.dropped_ring_full) == (4, 7, 7)
+        assert st.dropped_events == {"ring_full": 7, "too_big": 0, "no_consumer": 0}
+        for _ in range(4):
+            with s.read(5):
+                pass
+        assert p.emit(0, 7, b"after")
+        ev = s.read(5)
+        assert (ev.seq, ev.gap, bytes(ev.data)) == (11, 7, b"after")
+        assert s.lost == 7 == s.stats.dropped
+        assert p.stats(0).committed == 5
+
+
+def test_no_consumer_drops_show_as_the_first_gap(name):
+    with evstream.Producer(name, 1, ring_bytes=1 << 20) as p:
+        assert p.emit(0, 7, b"lost") is False and p.emit(0, 7, b"lost") is False
+        assert p.stats(0).dropped_no_consumer == 2
+        s = evstream.connect(name, 0)
+        p.emit(0, 7, b"kept")
+        ev = s.read(5)
+        assert (ev.seq, ev.gap) == (2, 2)
+
+
+def test_closed_stream_refuses_io(producer, name):
+    s = evstream.connect(name, 0)
+    s.close()
+    s.close()  # twice is fine
+    assert s.closed
+    for f in (lambda: s.read(0), s.fileno, lambda: s.stats, lambda: next(s)):
+        with pytest.raises(ValueError, match="closed"):
+            f()
+    with evstream.connect(name, 0):  # the core is free again
+        pass
+
+
+def test_connect_errors_name_the_value(producer, name):
+    with pytest.raises(FileNotFoundError, match="no-such-producer"):
+        evstream.connect("no-such-producer", 0, timeout=0)
+    with pytest.raises(OSError, match="core 7 is out of range.*0 to 1") as e:
+        evstream.connect(name, 7)
+    assert e.value.errno == errno.EINVAL
+    with evstream.connect(name, 0):
+        with pytest.raises(OSError, match="already has a consumer") as e:
+            evstream.connect(name, 0)
+        assert e.value.errno == errno.EBUSY
+    with pytest.raises(ValueError, match="core -1: allowed is 0 to 4095"):
+        evstream.connect(name, -1)
+    with pytest.raises(TypeError, match="producer 3"):
+        evstream.connect(3, 0)
+    with pytest.raises(ValueError, match="timeout -1"):
+        evstream.connect(name, 0, timeout=-1)
+    with evstream.connect(name, 0) as s, pytest.raises(ValueError, match="timeout"):
+        s.read(-2)
+
+
+def test_connect_waits_for_the_producer_to_appear(name):
+    p = []
+    t = threading.Timer(0.2, lambda: p.append(evstream.Producer(name, 1, ring_bytes=1 << 20)))
+    t.start()
+    try:
+        with evstream.connect(name, 0, timeout=30) as s:
+            assert s.core == 0
+    finally:
+        t.join()
+        for x in p:
+            x.close()
+
+
+def test_events_of_another_process(procs, tmp_path):
+    """evs-demo (every dtype, strided views, prints) read by name."""
+    name = unique("demo")
+    demo = procs.start([tool("evs-demo"), "--name", name, "--cores", "2", "--pattern", "all",
+                        "--events", "300", "--rate", "0", "--ring", "4M"])
+    streams = [evstream.connect(name, c, timeout=30) for c in (0, 1)]
+    kinds = set()
+    n = 0
+    for s in streams:
+        for ev in s:
+            n += 1
+            kinds.add(ev.kind)
+            assert ev.core == s.core and ev.logical_nc_id == s.core
+            if ev.kind == "tensor":
+                a = ev.array()
+                assert a.shape == ev.shape and a.nbytes == ev.nbytes
+                assert a.dtype == np.dtype(evstream.numpy_dtype(ev.dtype, ev.elem_size))
+                del a
+        assert s.ended and not s.stats.producer_died
+    assert demo.wait(60) == 0
+    assert kinds <= {"tensor", "print"} and "tensor" in kinds
+    assert n + sum(s.stats.dropped for s in streams) == 600
+
+
+def test_a_producer_that_dies_is_drained_then_ends(procs):
+    name = unique("die")
+    demo = procs.start([tool("evs-demo"), "--name", name, "--cores", "1", "--events", "50",
+                        "--rate", "0", "--hold"])
+    s = evstream.connect(name, 0, timeout=30)
+    wait_for(lambda: s.stats.committed == 50, "50 events committed")
+    demo.send_signal(signal.SIGKILL)
+    demo.wait(30)
+    seqs = [ev.seq for ev in s]
+    assert seqs == list(range(50))
+    assert s.stats.producer_died == 1
+    s.close()

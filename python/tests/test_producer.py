@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: MIT
+"""The producer: emit_tensor from any buffer-protocol object (strided NumPy
+views gathered by the library), emit, drops that return False and are
+counted, flush, stats, and refusals that name the bad value."""
+import array
+import ctypes
+
+import numpy as np
+import pytest
+
+import evstream
+
+DTYPES = ["float64", "float32", "float16", "int64", "int32", "int16", "int8",
+          "uint64", "uint32", "uint16", "uint8", "bool"]
+
+
+def roundtrip(p, s, src, prefix="t", **kw):
+    assert p.emit_tensor(0, prefix, src, **kw) is True
+    ev = s.read(5)
+    try:
+        return ev, np.array(ev.array())
+    finally:
+        ev.release()
+
+
+def views(dtype):
+    rng = np.random.default_rng(7)
+    base = (rng.integers(0, 100, size=(6, 8, 10)) > 50) if dtype == "bool" else \
+        rng.integers(-100, 100, size=(6, 8, 10)).astype(dtype)
+    return {
+        "contiguous": base,
+        "transpose": base.transpose(2, 0, 1),
+        "steps": base[::2, 1::3, ::-2],
+        "negative": base[::-1],
+        "column": base[:, 3, :],
+        "broadcast": np.broadcast_to(base[0, 0], (5, 10)),
+        "scalar": base[1, 2, 3:4].reshape(()),
+        "empty": base[:, 0:0],
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype_and_view_arrives_in_c_order(producer, name, dtype):
+    s = evstream.connect(name, 0)
+    for what, src in views(dtype).items():
+        ev, got = roundtrip(producer, s, src, prefix=what)
+        want = np.array(src, order="C")
+        assert (ev.prefix, ev.dtype, ev.shape) == (what, dtype, want.shape), what
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), what
+    s.close()
+
+
+def test_buffer_protocol_objects(producer, name):
+    s = evstream.connect(name, 0)
+    cases = [
+        (b"abc", "uint8", (3,)),
+        (bytearray(b"\x01\x02"), "uint8", (2,)),
+        (array.array("f", [1.5, 2.5]), "float32", (2,)),
+        (array.array("q", [1, -2]), "int64", (2,)),
+        (memoryview(bytes(range(12))).cast("H", (2, 3)), "uint16", (2, 3)),
+        ((ctypes.c_double * 2)(1.0, 2.0), "float64", (2,)),
+    ]
+    for obj, dtype, shape in cases:
+        ev, got = roundtrip(producer, s, obj)
+        assert (ev.dtype, ev.shape) == (dtype, shape)
+        assert got.tobytes() == bytes(memoryview(obj))
+    s.close()
+
+
+def test_bfloat16_and_other_dtypes_numpy_lacks(producer, name):
+    s = evstream.connect(name, 0)
+    f32 = np.array([1.0, -2.5, 3.140625], np.float32)
+    bits = (f32.view(np.uint32) >> 16).astype(np.uint16)
+    assert producer.emit_tensor(0, "bf", bits, dtype="bfloat16")
+    with s.read(5) as ev:
+        assert (ev.dtype, ev.elem_size) == ("bfloat16", 2)
+        assert ev.array().dtype == np.uint16 and (ev.array() == bits).all()
+        assert (ev.array(bfloat16="float32") == f32).all()
+        assert (evstream.bfloat16_to_float32(ev.array()) == f32).all()
+        with pytest.raises(ValueError, match="allowed is None"):
+            ev.array(bfloat16="float64")
+    c = np.array([1 + 2j, 3 - 4j], np.complex64)
+    with pytest.raises(TypeError, match=r"format 'Zf' \(8-byte elements\) has no evstream dtype: "
+                                        r"pass dtype="):
+        producer.emit_tensor(0, "c", c)
+    assert producer.emit_tensor(0, "c", c, dtype="complex64")
+    with s.read(5) as ev:
+        a = ev.array()
+        assert (ev.dtype, ev.elem_size, a.dtype) == ("complex64", 8, np.dtype("V8"))
+        assert a.tobytes() == c.tobytes()
+        del a
+    with pytest.raises(ValueError, match="dtype 'float32' has 4-byte elements; the array's are 2"):
+        producer.emit_tensor(0, "x", np.zeros(3, np.int16), dtype="float32")
+    s.close()
+
+
+def test_shapes_at_the_limits(producer, name):
+    s = evstream.connect(name, 0)
+    eight = np.zeros((1, 2, 1, 2, 1, 2, 1, 2), np.int8)
+    ev, got = roundtrip(producer, s, eight)
+    assert ev.shape == eight.shape
+    with pytest.raises(ValueError, match="array of 9 dimensions: allowed is 0 to 8"):
+        producer.emit_tensor(0, "x", np.zeros((1,) * 9, np.int8))
+    ev, got = roundtrip(producer, s, np.float64(2.5).reshape(()))
+    assert ev.shape == () and got == 2.5
+    ev, got = roundtrip(producer, s, np.zeros((3, 0), np.float32))
+    assert ev.shape == (3, 0) and got.size == 0 and ev.nbytes == 0
+    s.close()
+
+
+def test_prints_and_pipes(producer, name):
+    s = evstream.connect(name, 0)
+    assert producer.emit_tensor(0, "hello", pipe=2)
+    with s.read(5) as ev:
+        assert (ev.kind, ev.prefix, ev.pipe, ev.dtype, ev.shape, ev.nbytes) == (
+            "print", "hello", 2, None, None, 0)
+    producer.emit_tensor(0, "x" * 600, np.zeros(1, np.uint8))
+    with s.read(5) as ev:
+        assert ev.prefix == "x" * 511 and ev.pipe == 1    # at most 511 bytes are kept
+    with pytest.raises(ValueError, match="pipe 3: allowed is 0 or 1"):
+        producer.emit_tensor(0, "x", None, pipe=3)
+    with pytest.raises(ValueError, match="dtype given without an array"):
+        producer.emit_tensor(0, "x", None, dtype="float32")
+    with pytest.raises(TypeError, match="prefix 5"):
+        producer.emit_tensor(0, 5, np.zeros(1))
+    s.close()
+
+
+def test_refusals_name_the_value(producer):
+    with pytest.raises(TypeError, match="big-endian"):
+        producer.emit_tensor(0, "x", np.zeros(2, ">f4"))
+    with pytest.raises(ValueError, match="core 2: producer '.*' has cores 0 to 1"):
+        producer.emit_tensor(2, "x", np.zeros(2))
+    with pytest.raises(ValueError, match="type 0: allowed is 1 to 4294967295"):
+        producer.emit(0, 0, b"x")
+    with pytest.raises((ValueError, BufferError), match='contiguous'):
+        producer.emit(0, 5, np.zeros((4, 4))[:, ::2])   # emit copies contiguous bytes only
+    with pytest.raises(ValueError, match="ncores 0: allowed is 1 to 4096"):
+        evstream.Producer(None, 0)
+    with pytest.raises(ValueError, match="hugepages 'sometimes'"):
+        evstream.Producer(None, 1, hugepages="sometimes")
+    with pytest.raises(OSError, match="EVSTREAM_RING_BYTES|ring"):
+        evstream.Producer(None, 1, ring_bytes=1)
+
+
+def test_bad_environment_is_named(monkeypatch):
+    monkeypatch.setenv("EVSTREAM_RING_BYTES", "abc")
+    with pytest.raises(OSError, match="EVSTREAM_RING_BYTES='abc' is not a number"):
+        evstream.Producer(None, 1)
+
+
+def test_drops_return_false_and_are_counted(name):
+    with evstream.Producer(name, 1, ring_bytes=64 << 10) as p:
+        big = np.zeros(1 << 16, np.uint8)
+        assert p.emit_tensor(0, "nobody", big[:8]) is False          # no consumer
+        s = evstream.connect(name, 0)
+        assert p.emit_tensor(0, "too big", big) is False              # larger than the ring
+        n = 0
+        while p.emit(0, 5, bytes(1000)):
+            n += 1
+        p.flush()
+        p.flush(0)
+        st = p.stats(0)
+        assert (st.dropped_no_consumer, st.dropped_too_big, st.dropped_ring_full) == (1, 1, 1)
+        assert st.dropped_bytes["too_big"] == 1024 + (1 << 16)
+        assert st.produced == st.committed + st.dropped == n + 3
+        s.close()
+
+
+def test_closed_producer(name):
+    p = evstream.Producer(name, 1)
+    p.close()
+    p.close()
+    assert p.closed
+    with pytest.raises(ValueError, match="closed"):
+        p.emit(0, 1, b"")
+    with pytest.raises(ValueError, match="closed"):
+        p.stats(0)
+
+
+def test_wait_connected(name):
+    import threading
+    with evstream.Producer(name, 2, ring_bytes=1 << 20) as p:
+        assert p.wait_connected(timeout=0) is False
+        streams = []
+        t = threading.Timer(0.05, lambda: streams.extend(evstream.connect(name, c) for c in (0, 1)))
+        t.start()
+        assert p.wait_connected(timeout=30) is True
+        t.join()
+        assert p.wait_connected([1], timeout=0) is True
+        for st in streams:
+            st.close()
