@@ -594,6 +594,90 @@ START_TEST(test_ring_consume_batch_in_order)
 }
 END_TEST
 
+/* peek_next holds records: every one handed out stays valid (and its
+ * space taken) until release gives them back, oldest first. */
+START_TEST(test_ring_peek_next_holds_records_until_released)
+{
+	struct ring r;
+	struct evs_record rec[8];
+	uint64_t v;
+	int n = 0;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	/* 8-byte payloads: 72-byte records, cap / 72 of them fit */
+	for (v = 0; v < 10; v++)
+		ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, &v, sizeof(v)), 0);
+	ck_assert_int_eq(evs_consumer__peek_next(r.c, &rec[0]), 0); /* nothing held: peek */
+	for (int i = 1; i < 8; i++)
+		ck_assert_int_eq(evs_consumer__peek_next(r.c, &rec[i]), 0);
+	for (int i = 0; i < 8; i++) {
+		ck_assert_uint_eq(*(const uint64_t *)rec[i].data, (uint64_t)i);
+		ck_assert_uint_eq(rec[i].hdr.seq, (uint64_t)i);
+	}
+	/* peek hands out the oldest held one again */
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec[0]), 0);
+	ck_assert_uint_eq(*(const uint64_t *)rec[0].data, 0);
+	/* held records keep their space: the ring fills 10 records early */
+	while (evs_producer__emit(r.p, 0, 1, &v, sizeof(v)) == 0)
+		v++, n++;
+	ck_assert_int_eq(n, (int)(r.cap / 72) - 10);
+	/* released oldest first: the other views still hold their values */
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ck_assert_uint_eq(stats_of(&r).released, 2);
+	for (int i = 2; i < 8; i++)
+		ck_assert_uint_eq(*(const uint64_t *)rec[i].data, (uint64_t)i);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec[0]), 0);
+	ck_assert_uint_eq(*(const uint64_t *)rec[0].data, 2);
+	for (int i = 2; i < 8; i++)
+		ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ck_assert_int_eq(evs_consumer__release(r.c), -EINVAL);
+	/* then reading goes on where peek_next stopped */
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec[0]), 0);
+	ck_assert_uint_eq(*(const uint64_t *)rec[0].data, 8);
+	ring_close(&r);
+}
+END_TEST
+
+/* Held records past the first lengths ring (64 entries) move when it
+ * grows; an empty ring beyond the held ones says -EAGAIN. */
+START_TEST(test_ring_peek_next_holds_many)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 1 << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	struct evs_record rec;
+	uint64_t v;
+
+	pair_open(&o, &p, &c);
+	for (v = 0; v < 1000; v++)
+		ck_assert_int_eq(evs_producer__emit(p, 0, 1, &v, sizeof(v)), 0);
+	for (v = 0; v < 300; v++) {
+		ck_assert_int_eq(evs_consumer__peek_next(c, &rec), 0);
+		ck_assert_uint_eq(*(const uint64_t *)rec.data, v);
+	}
+	/* release 100, hold 700 more: the lengths ring wraps, then grows */
+	for (v = 0; v < 100; v++)
+		ck_assert_int_eq(evs_consumer__release(c), 0);
+	for (v = 300; v < 1000; v++) {
+		ck_assert_int_eq(evs_consumer__peek_next(c, &rec), 0);
+		ck_assert_uint_eq(*(const uint64_t *)rec.data, v);
+	}
+	ck_assert_int_eq(evs_consumer__peek_next(c, &rec), -EAGAIN);
+	/* nothing new beyond the held ones: the consumer may sleep */
+	ck_assert_int_eq(evs_consumer__prepare_wait(c), 0);
+	for (v = 100; v < 1000; v++) {
+		ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+		ck_assert_uint_eq(*(const uint64_t *)rec.data, v);
+		ck_assert_int_eq(evs_consumer__release(c), 0);
+	}
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), -EAGAIN);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
 /* A strided view is gathered into C order inside the ring. */
 START_TEST(test_ring_tensor_gathers_strided_view)
 {
@@ -875,6 +959,8 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_discard_publishes_nothing, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_drops_when_no_consumer, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_consume_batch_in_order, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_peek_next_holds_records_until_released, 0, EVS_MODES);
+	tcase_add_test(tc, test_ring_peek_next_holds_many);
 	tcase_add_loop_test(tc, test_ring_tensor_gathers_strided_view, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_tensor_scalar_empty_and_print, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_deferred_commit_publishes_in_order, 0, EVS_MODES);

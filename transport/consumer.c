@@ -76,6 +76,8 @@ int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t 
 	c->cap = ring_bytes;
 	c->cons_pos = cons_pos;
 	c->cons_off = cons_pos % ring_bytes;
+	c->read_pos = cons_pos;
+	c->read_off = c->cons_off;
 	c->prod_cache = cons_pos;
 	c->released = READ_ONCE(&c->map.cons->released);
 	c->core = core;
@@ -119,45 +121,96 @@ static bool producer_gone(struct evs_consumer *c)
 	return c->gone || (++c->empty_peeks % EMPTY_PEEKS_PER_HUP_CHECK == 0 && producer_hung_up(c));
 }
 
-/* Checks a producer position; 0 when records are pending. */
+/* Checks a producer position; 0 when records are pending beyond what
+ * was handed out. */
 static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
 {
 	/* more than a ring ahead, behind us, or off the record grid: corrupt */
-	if (unlikely(p - c->cons_pos > c->cap || p % EVS_RECORD_ALIGN))
+	if (unlikely(p - c->cons_pos > c->cap || p % EVS_RECORD_ALIGN ||
+		     p - c->cons_pos < c->read_pos - c->cons_pos))
 		return consumer_broken(c);
 	c->prod_cache = p;
-	return 0;
+	return p == c->read_pos ? -EAGAIN : 0;
 }
 
-/* Returns 0 when at least one record is pending, or a negative status. */
+/* Returns 0 when a record is pending after the handed-out ones, or a
+ * negative status. */
 static int consumer_fill(struct evs_consumer *c)
 {
 	/* pairs with smp_store_release(&prod->prod_pos) in evs_stream_publish():
 	 * records below prod_pos are complete */
 	uint64_t p = smp_load_acquire(&c->prod->prod_pos);
 
-	if (p != c->cons_pos)
+	if (p != c->read_pos)
 		return consumer_take_pos(c, p);
 	if (!producer_gone(c))
 		return -EAGAIN;
 	/* gone: what it committed before is visible now; look once more (not
 	 * in a loop, so that a position that keeps flipping cannot hold us) */
 	p = smp_load_acquire(&c->prod->prod_pos);
-	if (p != c->cons_pos)
+	if (p != c->read_pos)
 		return consumer_take_pos(c, p);
 	return -EPIPE;
 }
 
+/*
+ * Copy out and check the header of the record at ring offset off,
+ * position pos (below prod_cache); its length, or -EBADMSG.
+ */
+static __always_inline int64_t consumer_read(struct evs_consumer *c, uint64_t off, uint64_t pos,
+					     struct evs_record *rec)
+{
+	const uint8_t *r = c->data + off;
+	uint64_t avail = c->prod_cache - pos, len, size;
+
+	/* read the size once and check that value; it is also the one handed
+	 * out, whatever the producer writes meanwhile (the copy of the other
+	 * fields does not wait on it) */
+	size = *(const volatile uint64_t *)r;
+	memcpy(&rec->hdr, r, sizeof(rec->hdr));
+	rec->hdr.data_size = size;
+	if (unlikely(avail < EVS_RECORD_HDR || size > avail - EVS_RECORD_HDR))
+		return consumer_broken(c);
+	len = evs_record_len(size);
+	if (unlikely(len > avail))
+		return consumer_broken(c);
+	rec->data = r + EVS_RECORD_HDR;
+	return (int64_t)len;
+}
+
+/* The oldest held record, handed out again. Alone, it is read afresh
+ * (checked like a new one); with later ones held behind it, it must
+ * still end where the next one starts. */
+static __attribute__((noinline)) int consumer_peek_held(struct evs_consumer *c,
+							 struct evs_record *rec)
+{
+	int64_t len = consumer_read(c, c->cons_off, c->cons_pos, rec);
+
+	if (len < 0)
+		return (int)len;
+	if ((uint64_t)len == c->peek_len)
+		return 0;
+	if (c->held > 1)
+		return consumer_broken(c);
+	c->peek_len = (uint64_t)len;
+	c->read_pos = c->cons_pos + (uint64_t)len;
+	c->read_off = c->cons_off + (uint64_t)len;
+	if (c->read_off >= c->cap)
+		c->read_off -= c->cap;
+	return 0;
+}
+
 EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 {
-	const uint8_t *r;
-	uint64_t avail, len, size;
+	int64_t len;
 	int err;
 
 	if (unlikely(!c || !rec))
 		return -EINVAL;
 	if (unlikely(c->broken))
 		return c->broken;
+	if (unlikely(c->held))
+		return consumer_peek_held(c, rec);
 	if (c->cons_pos == c->prod_cache) {
 		/* the next header is where the next record will start: start
 		 * pulling its line now, so that when prod_pos moves both lines
@@ -168,24 +221,73 @@ EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 		if (err)
 			return err;
 	}
-	r = c->data + c->cons_off;
-	/* read the size once and check that value; it is also the one handed
-	 * out, whatever the producer writes meanwhile (the copy of the other
-	 * fields does not wait on it) */
-	size = *(const volatile uint64_t *)r;
-	memcpy(&rec->hdr, r, sizeof(rec->hdr));
-	rec->hdr.data_size = size;
-	avail = c->prod_cache - c->cons_pos;
-	if (unlikely(avail < EVS_RECORD_HDR || size > avail - EVS_RECORD_HDR))
-		return consumer_broken(c);
-	len = evs_record_len(size);
-	if (unlikely(len > avail))
-		return consumer_broken(c);
-	rec->data = r + EVS_RECORD_HDR;
-	c->peek_len = len;
+	len = consumer_read(c, c->cons_off, c->cons_pos, rec);
+	if (unlikely(len < 0))
+		return (int)len;
+	c->peek_len = (uint64_t)len;
+	c->held = 1;
+	c->read_pos = c->cons_pos + (uint64_t)len;
+	c->read_off = c->cons_off + (uint64_t)len;
+	if (c->read_off >= c->cap)
+		c->read_off -= c->cap;
 	return 0;
 }
 
+/* Room for one more held length; lengths of held records after the
+ * oldest are kept in a ring that grows by doubling. */
+static int held_reserve(struct evs_consumer *c)
+{
+	size_t n = c->held - 1, cap = c->held_cap ? c->held_cap * 2 : 64;
+	uint64_t *to;
+
+	if (n < c->held_cap)
+		return 0;
+	to = malloc(cap * sizeof(*to));
+	if (!to)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		to[i] = c->held_len[(c->held_head + i) % c->held_cap];
+	free(c->held_len);
+	c->held_len = to;
+	c->held_cap = cap;
+	c->held_head = 0;
+	return 0;
+}
+
+EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *rec)
+{
+	int64_t len;
+	int err;
+
+	if (!c || !rec)
+		return -EINVAL;
+	if (c->broken)
+		return c->broken;
+	if (!c->held)
+		return evs_consumer__peek(c, rec);
+	if (c->held >= EVS_CONSUMER_MAX_HELD)
+		return -ENOBUFS;
+	if (c->read_pos == c->prod_cache) {
+		err = consumer_fill(c);
+		if (err)
+			return err;
+	}
+	err = held_reserve(c);
+	if (err)
+		return err;
+	len = consumer_read(c, c->read_off, c->read_pos, rec);
+	if (len < 0)
+		return (int)len;
+	c->held_len[(c->held_head + c->held - 1) % c->held_cap] = (uint64_t)len;
+	c->held++;
+	c->read_pos += (uint64_t)len;
+	c->read_off += (uint64_t)len;
+	if (c->read_off >= c->cap)
+		c->read_off -= c->cap;
+	return 0;
+}
+
+/* Forget the oldest held record; the next held one becomes the oldest. */
 static void consumer_advance(struct evs_consumer *c)
 {
 	c->cons_pos += c->peek_len;
@@ -193,7 +295,10 @@ static void consumer_advance(struct evs_consumer *c)
 	if (c->cons_off >= c->cap)
 		c->cons_off -= c->cap;
 	c->released++;
-	c->peek_len = 0;
+	if (unlikely(--c->held)) {
+		c->peek_len = c->held_len[c->held_head];
+		c->held_head = (c->held_head + 1) % c->held_cap;
+	}
 }
 
 static void consumer_publish(struct evs_consumer *c)
@@ -207,7 +312,7 @@ static void consumer_publish(struct evs_consumer *c)
 
 EVS_API int evs_consumer__release(struct evs_consumer *c)
 {
-	if (!c || !c->peek_len)
+	if (!c || !c->held)
 		return -EINVAL;
 	consumer_advance(c);
 	consumer_publish(c);
@@ -451,6 +556,7 @@ EVS_API void evs_consumer__free(struct evs_consumer *c)
 	}
 	evs_registry_unlock();
 	evs_map_detach(&c->map);
+	free(c->held_len);
 	if (c->efd >= 0)
 		close(c->efd);
 	/* closing the socket is the hang-up the producer's server sees */

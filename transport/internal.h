@@ -222,7 +222,14 @@ struct evs_consumer {
 	uint64_t prod_cache;
 	uint64_t released;
 	uint64_t cap;
-	uint64_t peek_len;        /* length of the record handed out by peek, 0: none */
+	uint64_t peek_len;        /* length of the oldest handed-out record (held >= 1) */
+	uint64_t held;            /* records handed out and not released */
+	uint64_t read_pos;        /* after the last handed-out record */
+	uint64_t read_off;        /* read_pos % cap */
+	/* Lengths of the held records after the oldest, oldest first
+	 * (evs_consumer__peek_next()); a ring of held_cap entries. */
+	uint64_t *held_len;
+	size_t held_head, held_cap;
 	const uint8_t *data;
 	const struct evs_shm_prod *prod;
 	struct evs_shm_cons *cons;

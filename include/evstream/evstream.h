@@ -209,13 +209,26 @@ struct evs_record {
  * producer has gone, -EBADMSG when the ring is corrupt (stream broken).
  */
 EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec);
+/* Give back the oldest handed-out record's ring space. -EINVAL: none. */
 EVS_API int evs_consumer__release(struct evs_consumer *c);
+
+/*
+ * Holding several records: hand out the record after the last one handed
+ * out (by peek or peek_next) without giving back anything, so that every
+ * handed-out record stays valid until release() gives them back, oldest
+ * first. With nothing held it is peek(). Returns as peek(), and -ENOBUFS
+ * when EVS_CONSUMER_MAX_HELD records are held already. Held records hold
+ * ring space: the producer drops (and counts) when it runs out.
+ */
+#define EVS_CONSUMER_MAX_HELD 65536
+EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *rec);
 
 /* Called for each record; return 0 to go on, anything else to stop after it. */
 typedef int (*evs_record_fn)(void *ctx, const struct evs_record *rec);
 
 /* Hand up to max records (0: all pending) to fn, releasing each after it
- * returns. Returns the count handed over, or a negative errno as peek. */
+ * returns; records already held come first. Returns the count handed
+ * over, or a negative errno as peek. */
 EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void *ctx,
 				  size_t max);
 
