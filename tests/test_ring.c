@@ -7,6 +7,7 @@
 #include <inttypes.h>
 
 #include "helpers.h"
+#include "evstream-private/introspect.h"
 #include "layout.h"
 #include "nrt/ndebug_stream.h"
 
@@ -321,16 +322,16 @@ static uint64_t mono_ns(void)
 static uint64_t clocked_pair(bool tsc_off, struct evs_producer **p, struct evs_consumer **c)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
-	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_tuning t;
 
 	if (tsc_off)
 		setenv("EVSTREAM_TSC", "off", 1);
 	pair_open(&o, p, c);
 	unsetenv("EVSTREAM_TSC");
-	ck_assert_int_eq(evs_producer__stats(*p, 0, &st), 0);
-	ck_assert_uint_eq(st.tsc_timestamps, !tsc_off && machine_has_tsc_clock());
-	printf("timestamps from %s\n", st.tsc_timestamps ? "the TSC" : "clock_gettime()");
-	return st.tsc_timestamps ? TSC_BOUND_NS : 0;
+	ck_assert_int_eq(evs__producer_tuning(*p, 0, &t), 0);
+	ck_assert_uint_eq(t.tsc_timestamps, !tsc_off && machine_has_tsc_clock());
+	printf("timestamps from %s\n", t.tsc_timestamps ? "the TSC" : "clock_gettime()");
+	return t.tsc_timestamps ? TSC_BOUND_NS : 0;
 }
 
 /*
@@ -491,7 +492,7 @@ START_TEST(test_ring_no_timestamps_leaves_zero)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF,
 		 .no_timestamps = 1);
-	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_tuning t;
 	struct evs_producer *p;
 	struct evs_consumer *c;
 	struct evs_record rec;
@@ -500,8 +501,8 @@ START_TEST(test_ring_no_timestamps_leaves_zero)
 	ck_assert_int_eq(evs_producer__emit(p, 0, 1, "x", 1), 0);
 	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
 	ck_assert_uint_eq(rec.hdr.timestamp_ns, 0);
-	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
-	ck_assert_uint_eq(st.tsc_timestamps, 0);
+	ck_assert_int_eq(evs__producer_tuning(p, 0, &t), 0);
+	ck_assert_uint_eq(t.tsc_timestamps, 0);
 	evs_consumer__free(c);
 	evs_producer__free(p);
 }
@@ -853,14 +854,14 @@ START_TEST(test_ring_deferred_commit_publishes_in_order)
 END_TEST
 
 /*
- * evs_ring_copy() is memcpy() whatever the size and alignment: below
- * EVS_RING_COPY_STREAMING through memcpy, from there on with streaming
+ * evs__ring_copy() is memcpy() whatever the size and alignment: below
+ * EVS__RING_COPY_STREAMING through memcpy, from there on with streaming
  * stores after a head up to a cache line and before a tail. Every byte
  * lands, and none next to the destination is touched.
  */
 START_TEST(test_ring_copy_is_exact)
 {
-	const size_t T = EVS_RING_COPY_STREAMING;
+	const size_t T = EVS__RING_COPY_STREAMING;
 	const size_t sizes[] = { 0, 1, 63, 64, T - 1, T, T + 1, T + 63, T + 64, 3 * T + 17 };
 	const size_t shifts[] = { 0, 1, 8, 63 };
 	size_t cap = 3 * T + 17 + 64 + 2 * 64;
@@ -876,7 +877,7 @@ START_TEST(test_ring_copy_is_exact)
 			size_t n = sizes[a], at = 64 + shifts[b];
 
 			memset(buf, 0xee, bufsz);
-			evs_ring_copy(buf + at, src + shifts[b], n);
+			evs__ring_copy(buf + at, src + shifts[b], n);
 			ck_assert_msg(memcmp(buf + at, src + shifts[b], n) == 0,
 				      "%zu bytes at +%zu: copy differs", n, shifts[b]);
 			for (size_t k = 0; k < at; k++)
@@ -896,8 +897,8 @@ END_TEST
 START_TEST(test_ring_large_payloads_arrive_whole)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 1 << 20, .hugepages = EVS_HUGEPAGES_OFF);
-	const uint64_t rows = 3, cols = EVS_RING_COPY_STREAMING / 4 + 5; /* float32 rows > T */
-	const size_t n = 2 * EVS_RING_COPY_STREAMING + 24;
+	const uint64_t rows = 3, cols = EVS__RING_COPY_STREAMING / 4 + 5; /* float32 rows > T */
+	const size_t n = 2 * EVS__RING_COPY_STREAMING + 24;
 	uint64_t shape[2] = { rows, cols };
 	int64_t strides[2] = { (int64_t)((cols + 3) * 4), 4 }; /* padded rows */
 	uint8_t *src = malloc(rows * (cols + 3) * 4);

@@ -9,7 +9,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "config.h"
+#include "errors.h"
+#include "layout.h"
 
 #define MIN_RING_BYTES 4096ULL
 #define MAX_EVENTS_CAP (1ULL << 32)
@@ -197,4 +199,18 @@ int evs_socket_path(const char *dir, const char *name, char *buf, size_t len)
 		return evs_fail(ENAMETOOLONG, "socket path '%s/%s.sock' is longer than %zu bytes: "
 				"use a shorter runtime directory (EVSTREAM_RUNTIME_DIR)", dir, name, len - 1);
 	return 0;
+}
+
+bool evs_opts_valid(const void *opts, size_t user_sz, size_t known_sz)
+{
+	const unsigned char *b = opts;
+
+	if (!opts)
+		return true;
+	if (user_sz < sizeof(size_t))
+		return false;
+	for (size_t i = known_sz; i < user_sz; i++)
+		if (b[i])
+			return false;
+	return true;
 }

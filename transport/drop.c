@@ -17,7 +17,7 @@
  */
 #include <errno.h>
 
-#include "internal.h"
+#include "drop.h"
 #include "probes.h"
 
 /* The probe semaphores; the kernel increments them while a tracer is
@@ -100,7 +100,6 @@ int evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause)
 	/* relaxed: counters for readers of stats; no data is published with them */
 	WRITE_ONCE(&prod->dropped_events[cause], events);
 	WRITE_ONCE(&prod->dropped_bytes[cause], total_bytes);
-	WRITE_ONCE(&prod->produced, s->produced);
 
 	s->burst_events++;
 	if (unlikely(events - s->batch_events0 >= EVS_DROP_BATCH))

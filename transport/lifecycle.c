@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* Creating and freeing producers; claiming a stream for a consumer. */
+/* Creating and freeing producers and their streams. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
-#include "internal.h"
-#include "probes.h"
+#include "attach.h"
+#include "drop.h"
+#include "errors.h"
+#include "membarrier.h"
+#include "producer.h"
+#include "registry.h"
+#include "server.h"
+#include "wakeup.h"
 
 static void stream_init_shared(struct evs_stream *s, const struct evs_producer *p)
 {
@@ -171,62 +177,13 @@ EVS_API void evs_producer__free(struct evs_producer *p)
 		evs_server_stop(p);
 	evs_registry_lock();
 	evs_registry_remove(p);
-	/* in-process consumers keep their own mappings; cut their back links */
-	for (unsigned int i = 0; i < p->ncores; i++) {
-		struct evs_stream *s = &p->streams[i];
-
-		if (s->local) {
-			s->local->local = NULL;
-			s->local = NULL;
-		}
-	}
+	/* in-process consumers keep their own mappings */
+	for (unsigned int i = 0; i < p->ncores; i++)
+		evs_stream_orphan_local(&p->streams[i]);
 	evs_registry_unlock();
 	for (unsigned int i = 0; i < p->ncores; i++)
 		stream_fini(&p->streams[i]);
 	free(p->streams);
 	free(p->name);
 	free(p);
-}
-
-/* One consumer per stream: the first claim wins. */
-int evs_stream_claim(struct evs_stream *s)
-{
-	int expected = 0;
-
-	if (!cmpxchg(&s->claimed, &expected, 1))
-		return -EBUSY;
-	return 0;
-}
-
-/* Called with the stream claimed, before the consumer can see any data. */
-bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
-{
-	bool use_membarrier = consumer_membarrier && s->owner->membarrier;
-
-	/* a kick left over from a previous consumer would be a spurious wakeup */
-	evs_efd_drain(s->efd);
-	/* relaxed: ordered before the producer's next emit by active below; a
-	 * commit already in flight is covered by the consumer's membarrier()
-	 * at attach (evs_consumer_init) */
-	WRITE_ONCE(&s->fence, !use_membarrier);
-	/* the consumer starts armed: the first commit wakes it, so a client
-	 * that polls before it reads anything is not left asleep */
-	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
-	/* pairs with smp_load_acquire(&s->active) in stream_admit() */
-	smp_store_release(&s->active, 1);
-	if (EVS_PROBE_ENABLED(connect))
-		EVS_PROBE2(connect, s->core, s->owner ? s->owner->name : NULL);
-	return use_membarrier;
-}
-
-void evs_stream_release_claim(struct evs_stream *s)
-{
-	/* pairs with smp_load_acquire(&s->active) in stream_admit(): the
-	 * producer drops as no_consumer from its next emit on */
-	smp_store_release(&s->active, 0);
-	/* pairs with cmpxchg(&s->claimed) in evs_stream_claim(): the next
-	 * consumer claims only after this one is inactive */
-	smp_store_release(&s->claimed, 0);
-	if (EVS_PROBE_ENABLED(disconnect))
-		EVS_PROBE2(disconnect, s->core, s->owner ? s->owner->name : NULL);
 }

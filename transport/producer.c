@@ -11,9 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "ringcopy.h"
+#include "drop.h"
 #include "probes.h"
+#include "producer.h"
+#include "ringcopy.h"
+#include "stats.h"
+#include "wakeup.h"
 
 static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int core)
 {
@@ -171,9 +174,8 @@ static __attribute__((noinline)) void stream_stamp_deferred(struct evs_stream *s
 /* Make every sealed record visible: one release store, one wake check. */
 static __always_inline void stream_publish(struct evs_stream *s)
 {
-	/* relaxed: stats counters, not used to find data */
+	/* relaxed: a stats counter, not used to find data */
 	WRITE_ONCE(&s->prod->committed, s->committed);
-	WRITE_ONCE(&s->prod->produced, s->produced);
 	/* pairs with smp_load_acquire(&prod->prod_pos) in evs_consumer__peek():
 	 * the records are complete before their end is visible */
 	smp_store_release(&s->prod->prod_pos, s->prod_pos);
@@ -361,8 +363,6 @@ EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
 		return -EINVAL;
 	evs_stats_from_shm(s->prod, s->cons, &full);
 	full.connected = (uint32_t)READ_ONCE(&s->active);
-	full.membarrier = full.connected && !READ_ONCE(&s->fence);
-	full.tsc_timestamps = s->timestamps && evs_clock_uses_tsc(&s->clock);
 	evs_stats_copy_out(st, &full);
 	return 0;
 }

@@ -13,7 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "errors.h"
+#include "shm.h"
 
 #ifndef MFD_HUGE_2MB
 #define MFD_HUGE_2MB (21U << 26)

@@ -128,16 +128,6 @@ EVS_API int evs_producer__commit(struct evs_producer *p, unsigned int core);
 EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core);
 
 /*
- * Copy n bytes into space that evs_producer__reserve() returned, before the
- * commit: memcpy() below EVS_RING_COPY_STREAMING bytes; from there on,
- * non-temporal stores that leave the producer's caches alone (it will not
- * read the payload again; the consumer reads it on another core). emit()
- * and emit_tensor() copy with it.
- */
-#define EVS_RING_COPY_STREAMING (64 * 1024)
-EVS_API void evs_ring_copy(void *dst, const void *src, size_t n);
-
-/*
  * Deferred publication: commit_deferred() finishes the reserved record like
  * commit() but leaves it invisible; publish() makes every such record of the
  * stream visible at once, in order. A burst of small records then costs one
@@ -169,11 +159,7 @@ struct evs_stream_stats {
 	uint32_t connected;       /* producer side: a consumer is attached */
 	uint32_t producer_closed; /* the producer closed the stream (evs_producer__free) */
 	uint32_t core;
-	uint64_t arms;            /* consumer side: times it armed the wakeup (>= wakeups - 1) */
-	uint32_t membarrier;      /* 1: the producer skips its fence; the consumer arms with membarrier() */
 	uint32_t producer_died;   /* consumer side: its process hung up without closing */
-	uint32_t tsc_timestamps;  /* producer side: timestamp_ns is read from the TSC
-	                           * (docs/architecture.md, "Timestamps") */
 };
 
 EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,

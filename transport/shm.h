@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* A stream's memory files and their mappings (shm.c). */
+#ifndef EVS_SHM_H
+#define EVS_SHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "layout.h"
+
+#define EVS_HUGE_PAGE (2ULL * 1024 * 1024)
+
+/* One process's view of a stream. */
+struct evs_map {
+	struct evs_shm_prod *prod;  /* control page 0 */
+	struct evs_shm_cons *cons;  /* control page 1 */
+	uint8_t *data;              /* ring, followed by its second mapping */
+	void *ctl_base;
+	void *data_res;             /* reserved range holding both copies */
+	size_t data_res_len;
+	uint64_t ring_bytes;
+};
+
+/* The producer's memory files of a stream. */
+struct evs_backing {
+	int ctl_fd;      /* control memfd, read-write */
+	int data_fd;     /* data memfd, read-write (producer) */
+	int data_ro_fd;  /* the same file opened read-only, handed to consumers */
+	uint64_t ring_bytes;
+	uint64_t page_size;
+	bool hugetlb;
+};
+
+int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, const char *label,
+		       unsigned int core);
+void evs_backing_destroy(struct evs_backing *b);
+/* Map a stream; writable = producer view (data read-write, page 0 read-write). */
+int evs_map_attach(struct evs_map *m, int ctl_fd, int data_fd, uint64_t ring_bytes,
+		   uint64_t page_size, bool writable);
+void evs_map_detach(struct evs_map *m);
+
+#endif
