@@ -176,7 +176,8 @@ static int held_reserve(struct evs_consumer *c)
 	to = malloc(cap * sizeof(*to));
 	if (!to)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
+	/* full: n == held_cap entries from held_head on, wrapping */
+	for (size_t i = 0; i < c->held_cap; i++)
 		to[i] = c->held_len[(c->held_head + i) % c->held_cap];
 	free(c->held_len);
 	c->held_len = to;

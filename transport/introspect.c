@@ -6,10 +6,12 @@
 
 #include "consumer.h"
 #include "evstream-private/introspect.h"
+#include "probes.h"
 #include "producer.h"
 #include "ringcopy.h"
 
 _Static_assert(EVS__RING_COPY_STREAMING == EVS_RING_COPY_STREAMING, "one threshold");
+_Static_assert(EVS__DROP_BATCH == EVS_DROP_BATCH, "one batch");
 
 EVS_API int evs__producer_tuning(const struct evs_producer *p, unsigned int core,
 				 struct evs_tuning *t)

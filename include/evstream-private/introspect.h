@@ -27,4 +27,8 @@ EVS_API int evs__consumer_tuning(const struct evs_consumer *c, struct evs_tuning
 #define EVS__RING_COPY_STREAMING (64 * 1024)
 EVS_API void evs__ring_copy(void *dst, const void *src, size_t n);
 
+/* Drops reach the drop tracepoint in batches of at most this many
+ * (transport/probes.h). */
+#define EVS__DROP_BATCH 1024u
+
 #endif

@@ -30,6 +30,7 @@ extern "C" {
 
 #define EVSTREAM_VERSION_MAJOR 1
 #define EVSTREAM_VERSION_MINOR 0
+#define EVSTREAM_VERSION_PATCH 0
 
 /* Defaults; the environment and the option structs override them. */
 #define EVS_DEFAULT_MAX_EVENTS 65536ULL             /* NEURON_RT_DEBUG_STREAM_BUFFER_SIZE */
