@@ -537,14 +537,15 @@ END_TEST
 
 START_TEST(test_ring_drops_when_no_consumer)
 {
-	EVS_OPTS(evs_producer_opts, o, .hugepages = _i ? EVS_HUGEPAGES_ON : EVS_HUGEPAGES_OFF);
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4 << 20,
+		 .hugepages = _i ? EVS_HUGEPAGES_ON : EVS_HUGEPAGES_OFF);
 	struct evs_producer *p = evs_producer__new(NULL, 2, &o);
 	struct evs_consumer *c;
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 	struct evs_record rec;
 
-	/* the default ring on each of 2 cores */
-	if (!p && _i && evs_hugepages_short(__func__, errno, 2 * (long)(EVS_DEFAULT_RING_BYTES >> 21)))
+	/* 4 MiB on each of 2 cores */
+	if (!p && _i && evs_hugepages_short(__func__, errno, 4))
 		return;
 	ck_assert_msg(p, "producer: %s", evs_errmsg());
 	ck_assert_int_eq(evs_producer__emit(p, 1, 1, "early", 5), -ENOTCONN);
