@@ -1,10 +1,21 @@
-# evstream — plain Makefile. `make` builds the library; `make test` runs the
-# suites; `make demo` runs the example. Fragments in subdirectories add their
-# own programs and tests (tools/tools.mk, tests/tests.mk, ...).
+# evstream — plain Makefile.
+#
+#   make          builds the library, the tools, the tests and the bench;
+#                 touches nothing outside build/ and says in one line what
+#                 it left out (and why)
+#   make deps     the only target that installs (missing Debian packages)
+#   make test     deps + huge pages/bpffs when root, then every suite
+#   make demo     deps + huge pages, then the simulated runtime and the dumper
+#   make bench    deps + huge pages/bpffs, then evs-bench
+#
+# Directories bring their own fragments (tools/tools.mk, demo/demo.mk,
+# tests/tests.mk, ...), included below; a new fragment needs no edit here.
 
-VERSION_MAJOR := 1
-VERSION_MINOR := 0
-VERSION_PATCH := 0
+# One version, from the public header (the symbol map and the shared
+# memory ABI say 1.0 too: tests/build_contract.sh checks they agree).
+VERSION_MAJOR := $(shell sed -n 's/^\#define EVSTREAM_VERSION_MAJOR \([0-9]*\)/\1/p' include/evstream/evstream.h)
+VERSION_MINOR := $(shell sed -n 's/^\#define EVSTREAM_VERSION_MINOR \([0-9]*\)/\1/p' include/evstream/evstream.h)
+VERSION_PATCH := $(shell sed -n 's/^\#define EVSTREAM_VERSION_PATCH \([0-9]*\)/\1/p' include/evstream/evstream.h)
 VERSION       := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
 
 CC      ?= cc
@@ -15,10 +26,15 @@ INCDIR  ?= $(PREFIX)/include
 BINDIR  ?= $(PREFIX)/bin
 DESTDIR ?=
 
+# OPT stays when CFLAGS is given (make CFLAGS+=-DX or CFLAGS=-g): the
+# optimisation is not something a user turns off by adding a define.
 OPT      ?= -O2
 WARN     := -Wall -Wextra -Werror
-CFLAGS   ?= $(OPT) -g
-ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -Iinclude -MMD -MP
+CFLAGS   ?= -g
+ALL_CFLAGS := -std=gnu11 $(WARN) $(OPT) $(CFLAGS) -D_GNU_SOURCE -Iinclude -MMD -MP
+# -fno-tree-slp-vectorize: gcc 12 turns the producer's header stores into
+# vector stores built from the stack, which cost more than the scalar
+# stores on the emit path (docs/design-notes.md, "Emit").
 LIB_CFLAGS := $(ALL_CFLAGS) -fPIC -fvisibility=hidden -fno-tree-slp-vectorize
 LDLIBS_LIB := -lpthread
 
@@ -30,8 +46,15 @@ PC       := $(BUILD)/evstream.pc
 LIB_SRCS := $(wildcard transport/*.c runtime/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 
+# The helpers tools, demo, bench and tests share (JSON lines, .npy, option
+# parsing), built once as an internal static library.
+TOOLS_LIB      := $(BUILD)/libevstools.a
+TOOLS_LIB_SRCS := $(wildcard tools/common/*.c)
+TOOLS_LIB_OBJS := $(TOOLS_LIB_SRCS:%.c=$(BUILD)/%.o)
+
 # Programs link against the shared library in $(BUILD) (found via rpath), so
 # that probes and tools see the same libevstream.so a user would install.
+PROG_CFLAGS  := $(ALL_CFLAGS) -Itools/common
 PROG_LDFLAGS := $(LDFLAGS) -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD))
 PROG_LDLIBS  := -levstream -lpthread
 
@@ -39,28 +62,33 @@ PROG_LDLIBS  := -levstream -lpthread
 TESTS    :=
 PROGRAMS :=
 INSTALL_BINS :=
+# What a plain `make` could not build here, each "what (why)".
+LEFT_OUT :=
 
 # A prerequisite written $$(VAR) is expanded after every fragment has added
 # to VAR (install: $$(INSTALL_BINS), tests: $$(TESTS)).
 .SECONDEXPANSION:
 
-.PHONY: all lib install uninstall clean deps test demo check-env
-all: lib
+.PHONY: all lib programs install uninstall clean deps test demo check-env
+all: lib programs
+	@$(if $(strip $(LEFT_OUT)),echo "evstream: left out: $(strip $(LEFT_OUT)); make deps installs what they need",true)
+
+programs: $$(PROGRAMS)
 
 lib: $(LIB_SO) $(BUILD)/$(SONAME) $(BUILD)/libevstream.so $(LIB_A) $(PC)
 
 $(BUILD)/transport/%.o: transport/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) -c $< -o $@
+	$(CC) $(LIB_CFLAGS) -Iruntime -c $< -o $@
 
 # The runtime layer (tensor events, the reference API) sits on the
-# transport and may use its internal helpers (ringcopy.h).
+# transport and may use its internal helpers (ringcopy.h, atomics.h).
 $(BUILD)/runtime/%.o: runtime/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -Itransport -c $< -o $@
 
 $(LIB_SO): $(LIB_OBJS) transport/libevstream.map
-	$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=transport/libevstream.map \
+	$(CC) $(OPT) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=transport/libevstream.map \
 		-Wl,-z,defs -o $@ $(LIB_OBJS) $(LDFLAGS) $(LDLIBS_LIB)
 
 $(BUILD)/$(SONAME): $(LIB_SO)
@@ -70,6 +98,17 @@ $(BUILD)/libevstream.so: $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $@
 
 $(LIB_A): $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+# Objects of programs (tools, demo, examples, bench, soak): one per source,
+# each with its dependency file; a fragment adds flags for its own objects
+# with a target-specific PROG_CFLAGS += ...
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -c $< -o $@
+
+$(TOOLS_LIB): $(TOOLS_LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
@@ -100,15 +139,16 @@ uninstall:
 deps:
 	@bash scripts/deps.sh
 
-# Huge pages for the tests and the demo, when root and none are free.
+# Huge pages for the tests, the demo and the bench, when root and none are free.
 check-env:
 	@bash scripts/hugepages.sh
 
 clean:
 	rm -rf $(BUILD)
 
-# Each directory brings its own rules; a new fragment needs no edit here.
+# Each directory brings its own rules.
 include tests/tests.mk
--include $(sort $(wildcard tools/*.mk bench/*.mk ebpf/*.mk fuzz/*.mk python/*.mk))
+-include $(sort $(wildcard tools/*.mk demo/*.mk examples/*.mk bench/*.mk ebpf/*.mk fuzz/*.mk \
+	tests/*/*.mk python/*.mk))
 
--include $(LIB_OBJS:.o=.d)
+-include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)

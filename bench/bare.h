@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "evstream/evstream.h"
+#include "evstream-private/introspect.h"
 
 struct bare_ring {
 	uint8_t *area;
@@ -46,7 +47,7 @@ static inline bool bare_push(struct bare_ring *b, struct bare_side *p, const voi
 			return false;
 	}
 	h = (uint64_t *)(b->area + p->off);
-	evs_ring_copy(h + 8, src, size); /* evstream's copy: the same bytes the same way */
+	evs__ring_copy(h + 8, src, size); /* evstream's copy: the same bytes the same way */
 	h[0] = size;
 	h[1] = 1;
 	h[2] = seq;

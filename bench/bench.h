@@ -12,7 +12,7 @@
 
 /* cli_now_ns(): every timestamp in the benchmark, like the producer's
  * header timestamp, is CLOCK_MONOTONIC through the vDSO */
-#include "../tools/cli.h"
+#include "cli.h"
 
 #define BENCH_CPU_PRODUCER 0
 #define BENCH_CPU_CONSUMER 1

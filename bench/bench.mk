@@ -1,11 +1,11 @@
 # evs-bench: throughput and latency next to the limits and alternatives.
-# `make bench` runs it (about four minutes; BENCH_ARGS=--quick: about one),
-# folds in evs-bench-drops when that exists, and draws the plots.
+# `make bench` (deps first, huge pages and bpffs when root) runs it, folds
+# in evs-bench-drops when that exists, and draws the plots; about four
+# minutes (BENCH_ARGS=--quick: about one).
 BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
               bench/tput.c bench/lat.c bench/drop_rate.c bench/bare.c \
               bench/cost.c bench/floor.c
-# tools/jsonl.c: the JSON writing and reading the tools use
-BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/bench/jsonl.o
+BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o)
 BENCH_BIN  := $(BUILD)/evs-bench
 BENCH_OUT  ?= $(BUILD)/bench-results
 BENCH_ARGS ?=
@@ -13,21 +13,13 @@ BENCH_ARGS ?=
 BENCH_HUGEPAGES ?= 96
 PROGRAMS   += $(BENCH_BIN)
 
-$(BUILD)/bench/%.o: bench/%.c bench/bench.h
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
-
-$(BUILD)/bench/jsonl.o: tools/jsonl.c tools/jsonl.h
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
-
-$(BENCH_BIN): $(BENCH_OBJS) $(BUILD)/libevstream.so
-	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJS) $(PROG_LDFLAGS) $(PROG_LDLIBS) -lm
+$(BENCH_BIN): $(BENCH_OBJS) $(TOOLS_LIB) $(BUILD)/libevstream.so
+	$(CC) $(OPT) $(CFLAGS) -o $@ $(BENCH_OBJS) $(TOOLS_LIB) $(PROG_LDFLAGS) $(PROG_LDLIBS) -lm
 
 .PHONY: bench bench-build
 bench-build: lib $(BENCH_BIN)
 
-bench: deps check-env
+bench: deps check-env bpffs
 	@EVS_WANT_HUGEPAGES=$(BENCH_HUGEPAGES) bash scripts/hugepages.sh
 	@$(MAKE) --no-print-directory bench-build
 	@# the eBPF drop-cost probe is built by ebpf/ebpf.mk when its tools are there
@@ -46,8 +38,6 @@ bench: deps check-env
 		> $(BENCH_OUT)/results.json
 	gnuplot -e "dir='$(BENCH_OUT)'" bench/plot.gp
 	@echo "bench: $(BENCH_OUT)/results.json, $(BENCH_OUT)/throughput.svg, $(BENCH_OUT)/latency.svg"
-
--include $(BENCH_OBJS:.o=.d)
 
 # A short end-to-end run of evs-bench in `make test` (structure, not speed).
 TESTS += bench/smoke.sh

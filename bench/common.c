@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 
 #include "bench.h"
-#include "../tools/jsonl.h"
+#include "jsonl.h"
 
 const size_t bench_payloads[NPAYLOADS] = { 0, 64, 1024, 64 << 10, 1 << 20, 4 << 20 };
 struct bench_opts bopt;

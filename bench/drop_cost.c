@@ -2,7 +2,7 @@
 /*
  * evs-bench-drops: what one dropped event costs the producer, without any
  * tracer and with the evs-drops BPF program attached to evstream:drop (the
- * probe semaphore armed, a uprobe hit per batch of EVS_DROP_BATCH drops).
+ * probe semaphore armed, a uprobe hit per batch of EVS__DROP_BATCH drops).
  *
  *   evs-bench-drops [--json] [--events N]
  *
@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "../tools/jsonl.h"
+#include "jsonl.h"
 #include "evstream/evstream.h"
 #include "drops_loader.h"
-#include "probes.h"
+#include "evstream-private/introspect.h"
 
 #define CHUNK (256 * 1024) /* drops per timed chunk: 256 batches */
 #define HITS 20000   /* drop+flush pairs: one probe hit each */
@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 	if (json) {
 		printf("{\"bench\":\"drop_cost\",\"events\":%ld,\"chunk\":%d,\"batch\":%u,"
 		       "\"rounds\":%d,\"ns_per_drop_no_bpf\":%.2f,\"ns_per_drop_no_bpf_median\":%.2f",
-		       n, CHUNK, EVS_DROP_BATCH, rounds, no_bpf.best, no_bpf.median);
+		       n, CHUNK, EVS__DROP_BATCH, rounds, no_bpf.best, no_bpf.median);
 		if (rc == 0)
 			printf(",\"bpf\":true,\"ns_per_drop_bpf\":%.2f,\"ns_per_drop_bpf_median\":%.2f,"
 			       "\"ns_added_by_bpf\":%.2f,\"ns_per_probe_hit\":%.0f,"
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
 	} else {
 		printf("drop cost: %ld drops per case in %d rounds that alternate without and with\n"
 		       "the program, timed in chunks of %d, %zu-byte events, batch %u\n",
-		       n, rounds, CHUNK, sizeof(payload), EVS_DROP_BATCH);
+		       n, rounds, CHUNK, sizeof(payload), EVS__DROP_BATCH);
 		printf("                            best chunk   median chunk\n");
 		printf("  without BPF:              %7.2f ns     %7.2f ns per dropped event\n",
 		       no_bpf.best, no_bpf.median);

@@ -13,7 +13,7 @@
 
 #include "bench.h"
 #include "evstream/evstream.h"
-#include "../tools/jsonl.h"
+#include "jsonl.h"
 
 static double drop_loop(struct evs_producer *p, uint64_t n, int want)
 {

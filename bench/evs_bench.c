@@ -18,6 +18,7 @@
 
 #include "bench.h"
 #include "evstream/evstream.h"
+#include "evstream-private/introspect.h"
 
 
 static void usage(FILE *f)
@@ -70,12 +71,12 @@ static void read_line_of(const char *path, const char *key, char *out, size_t le
 static const char *producer_clock(void)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
-	struct evs_stream_stats st = { .sz = sizeof(st) };
 	struct evs_producer *p = evs_producer__new(NULL, 1, &o);
 	const char *clk = "unknown";
+	struct evs_tuning t;
 
-	if (p && evs_producer__stats(p, 0, &st) == 0)
-		clk = st.tsc_timestamps ? "tsc" : "clock_gettime";
+	if (p && evs__producer_tuning(p, 0, &t) == 0)
+		clk = t.tsc_timestamps ? "tsc" : "clock_gettime";
 	evs_producer__free(p);
 	return clk;
 }

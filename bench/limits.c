@@ -15,6 +15,7 @@
 
 #include "bench.h"
 #include "evstream/evstream.h"
+#include "evstream-private/introspect.h"
 
 static void *map_area(size_t len)
 {
@@ -27,7 +28,7 @@ static void *map_area(size_t len)
 
 /* Payload-sized copies from one hot source into a destination as large as
  * the ring, advancing like records do: a copy's cost, alone. With
- * streaming, evstream's own copy (evs_ring_copy()), else glibc's memcpy. */
+ * streaming, evstream's own copy (evs__ring_copy()), else glibc's memcpy. */
 static struct tput copy_bw(size_t size, uint8_t *dst, size_t area, const uint8_t *src, double secs,
 			   bool streaming)
 {
@@ -44,7 +45,7 @@ static struct tput copy_bw(size_t size, uint8_t *dst, size_t area, const uint8_t
 			if (off + size > area)
 				off = 0;
 			if (streaming)
-				evs_ring_copy(dst + off, src, size);
+				evs__ring_copy(dst + off, src, size);
 			else
 				memcpy(dst + off, src, size);
 			__asm__ __volatile__("" ::: "memory");

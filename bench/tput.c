@@ -12,7 +12,7 @@
  *   deferred32  as zerocopy, 32 records per publication
  * Every path moves the same bytes: the producer copies the payload from a
  * hot source buffer (into the ring directly for reserve/commit, with
- * evs_ring_copy() as emit and emit_tensor do), and the
+ * evs__ring_copy() as emit and emit_tensor do), and the
  * consumer reads it (read_one_event copies it out; peek and consume touch
  * every cache line in place).
  */
@@ -25,6 +25,7 @@
 
 #include "bench.h"
 #include "evstream/evstream.h"
+#include "evstream-private/introspect.h"
 #include "nrt/ndebug_stream.h"
 
 enum path { P_COPY, P_ZEROCOPY, P_BATCH, P_DEFERRED, P_ZCWAIT, P_ZCDELAY };
@@ -93,7 +94,7 @@ static void *tp_producer(void *arg)
 				warn("reserve: %s", strerror(errno));
 				break;
 			}
-			evs_ring_copy(d, t->src, t->size);
+			evs__ring_copy(d, t->src, t->size);
 			if (t->path == P_DEFERRED) {
 				evs_producer__commit_deferred(t->p, 0);
 				if ((n + 1) % DEFERRED_BURST == 0)
@@ -288,7 +289,7 @@ static const struct variant variants[] = {
 /* Everything measured for one payload size, round by round. */
 struct payload_rounds {
 	double memcpy_ev[MAX_ROUNDS], pipe[MAX_ROUNDS], sock[MAX_ROUNDS], bare[MAX_ROUNDS];
-	double ring_copy_ev[MAX_ROUNDS]; /* evs_ring_copy() alone; payloads that it streams */
+	double ring_copy_ev[MAX_ROUNDS]; /* evs__ring_copy() alone; payloads that it streams */
 	double ev[NVARIANTS][MAX_ROUNDS];
 	double empty[NVARIANTS][MAX_ROUNDS]; /* consumer found the ring empty, per event */
 	bool run[NVARIANTS];
@@ -319,7 +320,7 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 			  bool *huge_skipped)
 {
 	pr->memcpy_ev[r] = size ? limit_memcpy(size).ev_s : 0;
-	pr->ring_copy_ev[r] = size >= EVS_RING_COPY_STREAMING ? limit_ring_copy(size).ev_s : NAN;
+	pr->ring_copy_ev[r] = size >= EVS__RING_COPY_STREAMING ? limit_ring_copy(size).ev_s : NAN;
 	pr->pipe[r] = alt_measure(false, size, src).ev_s;
 	pr->sock[r] = alt_measure(true, size, src).ev_s;
 	pr->bare[r] = bare_measure(size, src).ev_s;
@@ -399,7 +400,7 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	rep_num("x_socket", xs);
 	rep_num("x_bare_ring", xb);
 	rep_num("x_memcpy", xm);
-	/* from EVS_RING_COPY_STREAMING on, the producer's copy streams past its
+	/* from EVS__RING_COPY_STREAMING on, the producer's copy streams past its
 	 * caches and can beat memcpy: this says by how much of its own limit */
 	rep_num("x_ring_copy", xc);
 	/* the figures the ratios divide by, on every row so that a row reads
@@ -466,7 +467,7 @@ void tput_run(void)
 		    "GB/s", "x pipe", "x socket", "x bare", "x memcpy");
 		if (size)
 			report_limit("  limit: memcpy", &pl.memcpy, size, "memcpy");
-		if (size >= EVS_RING_COPY_STREAMING)
+		if (size >= EVS__RING_COPY_STREAMING)
 			say("  %-24s %8zu %13.0f %8.3f %29s %9.2f\n", "limit: evs_ring_copy", size,
 			    pl.ring_copy.ev_s, pl.ring_copy.gb_s, "",
 			    paired_ratio(pr->ring_copy_ev, pr->memcpy_ev, rounds));

@@ -28,7 +28,6 @@ EBPF_PROGS   := $(BUILD)/evs-drops $(BUILD)/evs-bench-drops
 
 ifeq ($(EBPF_MISSING),)
 
-all: ebpf
 ebpf: lib $(EBPF_PROGS)
 tests: $(EBPF_PROGS)
 PROGRAMS += $(EBPF_PROGS)
@@ -53,14 +52,16 @@ $(EBPF_LIB): $(EBPF_DIR)/drops_loader.o $(EBPF_DIR)/stapsdt.o
 	rm -f $@
 	ar rcs $@ $^
 
-# evs-drops.c last: the dependency file (-MMD) keeps the last source's headers
-$(BUILD)/evs-drops: tools/evs-drops.c tools/jsonl.c tools/jsonl.h $(EBPF_LIB)
-	$(CC) $(ALL_CFLAGS) $(EBPF_CFLAGS) tools/jsonl.c $< -o $@ $(LDFLAGS) $(EBPF_LIB) $(EBPF_LIBS)
+$(BUILD)/tools/evs-drops.o $(BUILD)/bench/drop_cost.o: PROG_CFLAGS += $(EBPF_CFLAGS)
+$(BUILD)/tools/evs-drops.o $(BUILD)/bench/drop_cost.o: $(EBPF_DIR)/drops.skel.h
+
+$(BUILD)/evs-drops: $(BUILD)/tools/evs-drops.o $(TOOLS_LIB) $(EBPF_LIB)
+	$(CC) $(OPT) $(CFLAGS) $< $(TOOLS_LIB) -o $@ $(LDFLAGS) $(EBPF_LIB) $(EBPF_LIBS)
 
 # bench/common.c: pinned and at nice -20 like evs-bench's own loops
-$(BUILD)/evs-bench-drops: bench/drop_cost.c bench/common.c bench/bench.h tools/jsonl.c tools/jsonl.h \
+$(BUILD)/evs-bench-drops: $(BUILD)/bench/drop_cost.o $(BUILD)/bench/common.o $(TOOLS_LIB) \
 		$(EBPF_LIB) $(BUILD)/libevstream.so
-	$(CC) $(ALL_CFLAGS) $(EBPF_CFLAGS) -Itransport bench/common.c tools/jsonl.c $< -o $@ \
+	$(CC) $(OPT) $(CFLAGS) $(BUILD)/bench/drop_cost.o $(BUILD)/bench/common.o $(TOOLS_LIB) -o $@ \
 		$(PROG_LDFLAGS) $(EBPF_LIB) $(PROG_LDLIBS) $(EBPF_LIBS) -lm
 
 TEST_CFLAGS_test_bpf := -DEVS_HAVE_BPF=1 $(EBPF_CFLAGS)
@@ -69,10 +70,7 @@ $(BUILD)/tests/test_bpf: $(EBPF_LIB) $(BUILD)/evs-drops
 
 else
 
-$(info )
-$(info *** evstream: eBPF drop accounting NOT built: missing $(EBPF_MISSING))
-$(info *** (make deps installs them); evs-drops, evs-bench-drops and the BPF tests are left out.)
-$(info )
+LEFT_OUT += eBPF drop accounting (missing $(EBPF_MISSING))
 ebpf:
 	@echo "ebpf: not built, missing: $(EBPF_MISSING)" >&2; exit 1
 
@@ -83,4 +81,3 @@ bpffs:
 	@bash scripts/bpffs.sh
 test: bpffs
 
--include $(wildcard $(EBPF_DIR)/*.d $(BUILD)/evs-drops.d $(BUILD)/evs-bench-drops.d)

@@ -10,13 +10,15 @@ FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-D_GNU_SOURCE -Iinclude -Itransport -Wall -Wextra -Werror
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
-# clang and its libFuzzer runtime come from deps (order-only: no rebuilds)
-$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRCS) $(wildcard transport/*.h) | deps
+# clang and its libFuzzer runtime: `make deps` installs them (`make fuzz`
+# runs it first; plain `make fuzz-build` does not install anything)
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRCS) $(wildcard transport/*.h runtime/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(LIB_SRCS) -o $@ -lpthread
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)
 
-fuzz: fuzz-build
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
 	@bash fuzz/run.sh $(BUILD)/fuzz $(FUZZ_TIME) $(FUZZ_TARGETS)

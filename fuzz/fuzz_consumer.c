@@ -18,7 +18,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "attach.h"
 
 #define RING 4096u
 
@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 	memset(&c, 0, sizeof(c));
 	c.sock = -1;
 	c.efd = efd;
-	if (evs_consumer_init(&c, ctl_fd, ro_fd, RING, 4096, 0, false))
+	if (evs_consumer_map(&c, ctl_fd, ro_fd, RING, 4096, 0, false))
 		return 0;
 	for (int i = 0; i < 1 + (in.max_peeks & 511); i++) {
 		if (i == in.move_at)

@@ -16,7 +16,8 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 
-#include "internal.h"
+#include "consumer.h"
+#include "producer.h"
 
 #define RING 4096u
 #define MAX_EVENTS 16u

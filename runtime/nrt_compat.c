@@ -14,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "evstream/evstream.h"
 #include "nrt/ndebug_stream.h"
+#include "atomics.h"
 
 /* Zero pages cost nothing until a stream fd that high is used. */
 #define DIRECT_FDS 65536

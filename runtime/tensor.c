@@ -7,6 +7,7 @@
  * reader, and nothing contradictory is written.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "evstream/tensor.h"

@@ -5,7 +5,7 @@
 #   scripts/sanitize.sh asan      [SUITE...]  ASan + UBSan (build-asan)
 #   scripts/sanitize.sh tsan      [SUITE...]  TSan (build-tsan)
 #   scripts/sanitize.sh valgrind  [SUITE...]  memcheck over the normal build
-#   scripts/sanitize.sh static                cppcheck + clang-tidy on transport/
+#   scripts/sanitize.sh static                cppcheck + clang-tidy on transport/ and runtime/
 #
 # SUITE is a suite name (test_ring) or a path; without any, each mode runs
 # its default list below. Heavy suites get smaller counts through the
@@ -121,16 +121,16 @@ EOT
   ;;
 static)
   rc=0
-  echo "== cppcheck transport/"
+  echo "== cppcheck transport/ runtime/"
   cppcheck --quiet --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE \
-    -Iinclude -Itransport --error-exitcode=1 --inline-suppr transport/ || rc=1
-  echo "== clang-tidy transport/"
+    -Iinclude -Itransport --error-exitcode=1 --inline-suppr transport/ runtime/ || rc=1
+  echo "== clang-tidy transport/ runtime/"
   # not used: easily-swappable-parameters (style), implicit widening of
   # constant page products, and the C11 Annex K "_s" advice
   checks='-*,clang-analyzer-*,bugprone-*,-bugprone-easily-swappable-parameters'
   checks+=',-bugprone-implicit-widening-of-multiplication-result'
   checks+=',-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling'
-  out=$(clang-tidy --quiet -checks="$checks" --warnings-as-errors='*' transport/*.c -- \
+  out=$(clang-tidy --quiet -checks="$checks" --warnings-as-errors='*' transport/*.c runtime/*.c -- \
     -std=gnu11 -D_GNU_SOURCE -Iinclude -Itransport 2>&1) || rc=1
   grep -vE '^[0-9]+ warnings? generated' <<<"$out"
   [ $rc -eq 0 ] && echo "static: clean"

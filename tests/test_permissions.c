@@ -19,7 +19,8 @@
 #include <sys/wait.h>
 
 #include "helpers.h"
-#include "internal.h"
+#include "consumer.h"
+#include "producer.h"
 
 #define NOBODY    65534
 #define TEST_GID  4242   /* a group nobody else uses */

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 
 #include "helpers.h"
+#include "evstream-private/introspect.h"
 #include "layout.h"
 #include "nrt/ndebug_stream.h"
 
@@ -321,16 +322,16 @@ static uint64_t mono_ns(void)
 static uint64_t clocked_pair(bool tsc_off, struct evs_producer **p, struct evs_consumer **c)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
-	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_tuning t;
 
 	if (tsc_off)
 		setenv("EVSTREAM_TSC", "off", 1);
 	pair_open(&o, p, c);
 	unsetenv("EVSTREAM_TSC");
-	ck_assert_int_eq(evs_producer__stats(*p, 0, &st), 0);
-	ck_assert_uint_eq(st.tsc_timestamps, !tsc_off && machine_has_tsc_clock());
-	printf("timestamps from %s\n", st.tsc_timestamps ? "the TSC" : "clock_gettime()");
-	return st.tsc_timestamps ? TSC_BOUND_NS : 0;
+	ck_assert_int_eq(evs__producer_tuning(*p, 0, &t), 0);
+	ck_assert_uint_eq(t.tsc_timestamps, !tsc_off && machine_has_tsc_clock());
+	printf("timestamps from %s\n", t.tsc_timestamps ? "the TSC" : "clock_gettime()");
+	return t.tsc_timestamps ? TSC_BOUND_NS : 0;
 }
 
 /*
@@ -491,7 +492,7 @@ START_TEST(test_ring_no_timestamps_leaves_zero)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF,
 		 .no_timestamps = 1);
-	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_tuning t;
 	struct evs_producer *p;
 	struct evs_consumer *c;
 	struct evs_record rec;
@@ -500,8 +501,8 @@ START_TEST(test_ring_no_timestamps_leaves_zero)
 	ck_assert_int_eq(evs_producer__emit(p, 0, 1, "x", 1), 0);
 	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
 	ck_assert_uint_eq(rec.hdr.timestamp_ns, 0);
-	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
-	ck_assert_uint_eq(st.tsc_timestamps, 0);
+	ck_assert_int_eq(evs__producer_tuning(p, 0, &t), 0);
+	ck_assert_uint_eq(t.tsc_timestamps, 0);
 	evs_consumer__free(c);
 	evs_producer__free(p);
 }
@@ -536,14 +537,15 @@ END_TEST
 
 START_TEST(test_ring_drops_when_no_consumer)
 {
-	EVS_OPTS(evs_producer_opts, o, .hugepages = _i ? EVS_HUGEPAGES_ON : EVS_HUGEPAGES_OFF);
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4 << 20,
+		 .hugepages = _i ? EVS_HUGEPAGES_ON : EVS_HUGEPAGES_OFF);
 	struct evs_producer *p = evs_producer__new(NULL, 2, &o);
 	struct evs_consumer *c;
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 	struct evs_record rec;
 
-	/* the default ring on each of 2 cores */
-	if (!p && _i && evs_hugepages_short(__func__, errno, 2 * (long)(EVS_DEFAULT_RING_BYTES >> 21)))
+	/* 4 MiB on each of 2 cores */
+	if (!p && _i && evs_hugepages_short(__func__, errno, 4))
 		return;
 	ck_assert_msg(p, "producer: %s", evs_errmsg());
 	ck_assert_int_eq(evs_producer__emit(p, 1, 1, "early", 5), -ENOTCONN);
@@ -591,6 +593,90 @@ START_TEST(test_ring_consume_batch_in_order)
 	ck_assert_int_eq(evs_consumer__consume(r.c, expect_next, &next, 0), 0);
 	ck_assert_uint_eq(stats_of(&r).released, 20);
 	ring_close(&r);
+}
+END_TEST
+
+/* peek_next holds records: every one handed out stays valid (and its
+ * space taken) until release gives them back, oldest first. */
+START_TEST(test_ring_peek_next_holds_records_until_released)
+{
+	struct ring r;
+	struct evs_record rec[8];
+	uint64_t v;
+	int n = 0;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	/* 8-byte payloads: 72-byte records, cap / 72 of them fit */
+	for (v = 0; v < 10; v++)
+		ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, &v, sizeof(v)), 0);
+	ck_assert_int_eq(evs_consumer__peek_next(r.c, &rec[0]), 0); /* nothing held: peek */
+	for (int i = 1; i < 8; i++)
+		ck_assert_int_eq(evs_consumer__peek_next(r.c, &rec[i]), 0);
+	for (int i = 0; i < 8; i++) {
+		ck_assert_uint_eq(*(const uint64_t *)rec[i].data, (uint64_t)i);
+		ck_assert_uint_eq(rec[i].hdr.seq, (uint64_t)i);
+	}
+	/* peek hands out the oldest held one again */
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec[0]), 0);
+	ck_assert_uint_eq(*(const uint64_t *)rec[0].data, 0);
+	/* held records keep their space: the ring fills 10 records early */
+	while (evs_producer__emit(r.p, 0, 1, &v, sizeof(v)) == 0)
+		v++, n++;
+	ck_assert_int_eq(n, (int)(r.cap / 72) - 10);
+	/* released oldest first: the other views still hold their values */
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ck_assert_uint_eq(stats_of(&r).released, 2);
+	for (int i = 2; i < 8; i++)
+		ck_assert_uint_eq(*(const uint64_t *)rec[i].data, (uint64_t)i);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec[0]), 0);
+	ck_assert_uint_eq(*(const uint64_t *)rec[0].data, 2);
+	for (int i = 2; i < 8; i++)
+		ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ck_assert_int_eq(evs_consumer__release(r.c), -EINVAL);
+	/* then reading goes on where peek_next stopped */
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec[0]), 0);
+	ck_assert_uint_eq(*(const uint64_t *)rec[0].data, 8);
+	ring_close(&r);
+}
+END_TEST
+
+/* Held records past the first lengths ring (64 entries) move when it
+ * grows; an empty ring beyond the held ones says -EAGAIN. */
+START_TEST(test_ring_peek_next_holds_many)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 1 << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	struct evs_record rec;
+	uint64_t v;
+
+	pair_open(&o, &p, &c);
+	for (v = 0; v < 1000; v++)
+		ck_assert_int_eq(evs_producer__emit(p, 0, 1, &v, sizeof(v)), 0);
+	for (v = 0; v < 300; v++) {
+		ck_assert_int_eq(evs_consumer__peek_next(c, &rec), 0);
+		ck_assert_uint_eq(*(const uint64_t *)rec.data, v);
+	}
+	/* release 100, hold 700 more: the lengths ring wraps, then grows */
+	for (v = 0; v < 100; v++)
+		ck_assert_int_eq(evs_consumer__release(c), 0);
+	for (v = 300; v < 1000; v++) {
+		ck_assert_int_eq(evs_consumer__peek_next(c, &rec), 0);
+		ck_assert_uint_eq(*(const uint64_t *)rec.data, v);
+	}
+	ck_assert_int_eq(evs_consumer__peek_next(c, &rec), -EAGAIN);
+	/* nothing new beyond the held ones: the consumer may sleep */
+	ck_assert_int_eq(evs_consumer__prepare_wait(c), 0);
+	for (v = 100; v < 1000; v++) {
+		ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+		ck_assert_uint_eq(*(const uint64_t *)rec.data, v);
+		ck_assert_int_eq(evs_consumer__release(c), 0);
+	}
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), -EAGAIN);
+	evs_consumer__free(c);
+	evs_producer__free(p);
 }
 END_TEST
 
@@ -769,14 +855,14 @@ START_TEST(test_ring_deferred_commit_publishes_in_order)
 END_TEST
 
 /*
- * evs_ring_copy() is memcpy() whatever the size and alignment: below
- * EVS_RING_COPY_STREAMING through memcpy, from there on with streaming
+ * evs__ring_copy() is memcpy() whatever the size and alignment: below
+ * EVS__RING_COPY_STREAMING through memcpy, from there on with streaming
  * stores after a head up to a cache line and before a tail. Every byte
  * lands, and none next to the destination is touched.
  */
 START_TEST(test_ring_copy_is_exact)
 {
-	const size_t T = EVS_RING_COPY_STREAMING;
+	const size_t T = EVS__RING_COPY_STREAMING;
 	const size_t sizes[] = { 0, 1, 63, 64, T - 1, T, T + 1, T + 63, T + 64, 3 * T + 17 };
 	const size_t shifts[] = { 0, 1, 8, 63 };
 	size_t cap = 3 * T + 17 + 64 + 2 * 64;
@@ -792,7 +878,7 @@ START_TEST(test_ring_copy_is_exact)
 			size_t n = sizes[a], at = 64 + shifts[b];
 
 			memset(buf, 0xee, bufsz);
-			evs_ring_copy(buf + at, src + shifts[b], n);
+			evs__ring_copy(buf + at, src + shifts[b], n);
 			ck_assert_msg(memcmp(buf + at, src + shifts[b], n) == 0,
 				      "%zu bytes at +%zu: copy differs", n, shifts[b]);
 			for (size_t k = 0; k < at; k++)
@@ -812,8 +898,8 @@ END_TEST
 START_TEST(test_ring_large_payloads_arrive_whole)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 1 << 20, .hugepages = EVS_HUGEPAGES_OFF);
-	const uint64_t rows = 3, cols = EVS_RING_COPY_STREAMING / 4 + 5; /* float32 rows > T */
-	const size_t n = 2 * EVS_RING_COPY_STREAMING + 24;
+	const uint64_t rows = 3, cols = EVS__RING_COPY_STREAMING / 4 + 5; /* float32 rows > T */
+	const size_t n = 2 * EVS__RING_COPY_STREAMING + 24;
 	uint64_t shape[2] = { rows, cols };
 	int64_t strides[2] = { (int64_t)((cols + 3) * 4), 4 }; /* padded rows */
 	uint8_t *src = malloc(rows * (cols + 3) * 4);
@@ -875,6 +961,8 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_discard_publishes_nothing, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_drops_when_no_consumer, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_consume_batch_in_order, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_peek_next_holds_records_until_released, 0, EVS_MODES);
+	tcase_add_test(tc, test_ring_peek_next_holds_many);
 	tcase_add_loop_test(tc, test_ring_tensor_gathers_strided_view, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_tensor_scalar_empty_and_print, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_deferred_commit_publishes_in_order, 0, EVS_MODES);

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 
 #include "helpers.h"
+#include "evstream-private/introspect.h"
 
 #define MAX_PAYLOAD (64 * 1024)
 
@@ -236,9 +237,9 @@ static void run_stress(int mode)
 	/* at most one eventfd write per arming (+1: a stream starts armed);
 	 * a consumer that keeps up does not arm at all */
 	{
-		struct evs_stream_stats cs = { .sz = sizeof(cs) };
+		struct evs_tuning cs;
 
-		ck_assert_int_eq(evs_consumer__stats(st.c, &cs), 0);
+		ck_assert_int_eq(evs__consumer_tuning(st.c, &cs), 0);
 		if (fenced)
 			ck_assert_uint_eq(cs.membarrier, 0);
 		else if (syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) & MEMBARRIER_CMD_GLOBAL_EXPEDITED)

@@ -23,7 +23,9 @@
 #include <sys/wait.h>
 
 #include "helpers.h"
-#include "internal.h"
+#include "consumer.h"
+#include "handshake.h"
+#include "producer.h"
 
 #define RING 4096u
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A consumer in another process: connect to the producer's socket, say
- * hello, and receive the stream's memfds and eventfd. */
+ * hello, and receive the stream's memfds and eventfd (handshake.h). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -9,7 +9,11 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "internal.h"
+#include "client.h"
+#include "config.h"
+#include "errors.h"
+#include "layout.h"
+#include "membarrier.h"
 
 static void close_fds(int *fds, int n)
 {
@@ -48,7 +52,7 @@ static int recv_welcome(int sock, struct evs_welcome *w, int *fds, int *nfds, in
 
 		memcpy(got, CMSG_DATA(cm), cnt * sizeof(int));
 		for (int i = 0; i < cnt; i++) {
-			if (*nfds < 3)
+			if (*nfds < EVS_WELCOME_NFDS)
 				fds[(*nfds)++] = got[i];
 			else
 				close(got[i]);
@@ -62,8 +66,8 @@ static int recv_welcome(int sock, struct evs_welcome *w, int *fds, int *nfds, in
 	return 0;
 }
 
-int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int core,
-		       const struct evs_consumer_opts *opts)
+int evs_client_handshake(const char *name, unsigned int core, const struct evs_consumer_opts *opts,
+			 struct evs_welcome *welcome, int fds[EVS_WELCOME_NFDS], int *sockp)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[sizeof(sa.sun_path)];
@@ -71,7 +75,7 @@ int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int co
 			       .abi_minor = EVS_ABI_MINOR, .core = core,
 			       .flags = evs_membarrier_usable() ? EVS_HELLO_F_MEMBARRIER : 0 };
 	struct evs_welcome w = { 0 };
-	int fds[3] = { -1, -1, -1 }, nfds = 0;
+	int nfds = 0;
 	int timeout = OPTS_GET(opts, timeout_ms, 0) > 0 ? opts->timeout_ms : 2000;
 	int sock, err;
 
@@ -136,19 +140,12 @@ int evs_client_connect(struct evs_consumer *c, const char *name, unsigned int co
 			evs_fail(-err, "producer '%s' refused: %s", name, evs_strerror(err));
 		goto err_close;
 	}
-	if (nfds != 3 || w.core != core) {
+	if (nfds != EVS_WELCOME_NFDS || w.core != core) {
 		err = evs_fail(EPROTO, "producer '%s' sent a malformed welcome", name);
 		goto err_close;
 	}
-	err = evs_consumer_init(c, fds[0], fds[1], w.ring_bytes, w.page_size, core,
-				w.flags & EVS_WELCOME_F_MEMBARRIER);
-	if (err)
-		goto err_close;
-	/* the mappings hold the memory; only the eventfd is kept */
-	close(fds[0]);
-	close(fds[1]);
-	c->efd = fds[2];
-	c->sock = sock;
+	*welcome = w;
+	*sockp = sock;
 	return 0;
 
 err_close:

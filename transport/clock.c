@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "clock.h"
 
 /* A pair wider than this (in ns) was interrupted: not used as an anchor. */
 #define PAIR_MAX_NS 1000ull

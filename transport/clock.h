@@ -41,9 +41,9 @@ struct evs_clock {
 
 /* Set up a stream's clock; the first call in a process measures the TSC
  * rate (~2 ms). */
-EVS_HIDDEN void evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode);
+void evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode);
 /* Out of the fast path: the anchor is old (or there is no TSC). */
-EVS_HIDDEN uint64_t evs_clock_slow(struct evs_clock *c);
+uint64_t evs_clock_slow(struct evs_clock *c);
 
 /* span is 0 when the stream reads clock_gettime() for every record */
 static inline bool evs_clock_uses_tsc(const struct evs_clock *c)

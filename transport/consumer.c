@@ -1,88 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The consumer side of a stream. Everything the producer wrote is untrusted:
- * positions are checked against the ring size, and each record header is
- * copied out once and checked before its payload is handed out.
+ * The consumer side of a stream: peek, release, batch consume, and the
+ * consumer half of the wakeup protocol. Everything the producer wrote is
+ * untrusted: positions are checked against the ring size, and each record
+ * header is copied out once and checked before its payload is handed out.
+ * Attaching (mapping and checking the shared memory) is attach.c's.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 
-#include "internal.h"
-
-static int file_size_is(int fd, uint64_t size)
-{
-	struct stat st;
-
-	return fstat(fd, &st) == 0 && (uint64_t)st.st_size == size;
-}
-
-/* A file the producer could still shrink would turn our reads into SIGBUS. */
-static bool size_is_sealed(int fd)
-{
-	int seals = fcntl(fd, F_GET_SEALS);
-
-	return seals >= 0 && (seals & F_SEAL_SHRINK);
-}
-
-/* Map the stream and check the producer's identity page against what the
- * handshake said; the consumer starts where the last consumer stopped. */
-int evs_consumer_init(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t ring_bytes,
-		      uint64_t page_size, unsigned int core, bool membarrier)
-{
-	const struct evs_shm_prod *prod;
-	uint64_t prod_pos, cons_pos;
-	int err;
-
-	if ((page_size != 4096 && page_size != EVS_HUGE_PAGE) || ring_bytes < page_size ||
-	    ring_bytes % page_size || ring_bytes > (1ULL << 46) ||
-	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES) ||
-	    !size_is_sealed(data_fd) || !size_is_sealed(ctl_fd))
-		return evs_fail(EBADMSG, "stream of core %u: sizes do not match the shared files", core);
-	err = evs_map_attach(&c->map, ctl_fd, data_fd, ring_bytes, page_size, false);
-	if (err)
-		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
-	prod = c->map.prod;
-	if (prod->magic != EVS_SHM_MAGIC || prod->abi_major != EVS_ABI_MAJOR ||
-	    prod->hdr_bytes != EVS_CTL_BYTES || prod->ring_bytes != ring_bytes ||
-	    prod->page_size != page_size || prod->core != core || prod->max_events == 0) {
-		/* read before the unmap: the page is gone after it */
-		unsigned int abi = prod->abi_major;
-
-		evs_map_detach(&c->map);
-		return evs_fail(EBADMSG, "stream of core %u: bad identity (magic, ABI %u, sizes)",
-				core, abi);
-	}
-	/* a commit in flight when we were attached may have skipped its fence
-	 * under the previous consumer's rules: make its prod_pos visible */
-	if (membarrier && (err = evs_membarrier()) < 0) {
-		evs_map_detach(&c->map);
-		return evs_fail(-err, "membarrier: %s", evs_strerror(err));
-	}
-	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with evs_stream_publish() */
-	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
-	if (prod_pos - cons_pos > ring_bytes || (prod_pos | cons_pos) % EVS_RECORD_ALIGN) {
-		evs_map_detach(&c->map);
-		return evs_fail(EBADMSG, "stream of core %u: positions out of range", core);
-	}
-	c->prod = prod;
-	c->cons = c->map.cons;
-	c->data = c->map.data;
-	c->cap = ring_bytes;
-	c->cons_pos = cons_pos;
-	c->cons_off = cons_pos % ring_bytes;
-	c->prod_cache = cons_pos;
-	c->released = READ_ONCE(&c->map.cons->released);
-	c->core = core;
-	c->armed = true; /* evs_stream_activate() armed the wait word */
-	c->membarrier = membarrier;
-	return 0;
-}
+#include "consumer.h"
+#include "membarrier.h"
+#include "stats.h"
 
 static int consumer_broken(struct evs_consumer *c)
 {
@@ -119,45 +52,96 @@ static bool producer_gone(struct evs_consumer *c)
 	return c->gone || (++c->empty_peeks % EMPTY_PEEKS_PER_HUP_CHECK == 0 && producer_hung_up(c));
 }
 
-/* Checks a producer position; 0 when records are pending. */
+/* Checks a producer position; 0 when records are pending beyond what
+ * was handed out. */
 static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
 {
 	/* more than a ring ahead, behind us, or off the record grid: corrupt */
-	if (unlikely(p - c->cons_pos > c->cap || p % EVS_RECORD_ALIGN))
+	if (unlikely(p - c->cons_pos > c->cap || p % EVS_RECORD_ALIGN ||
+		     p - c->cons_pos < c->read_pos - c->cons_pos))
 		return consumer_broken(c);
 	c->prod_cache = p;
-	return 0;
+	return p == c->read_pos ? -EAGAIN : 0;
 }
 
-/* Returns 0 when at least one record is pending, or a negative status. */
+/* Returns 0 when a record is pending after the handed-out ones, or a
+ * negative status. */
 static int consumer_fill(struct evs_consumer *c)
 {
 	/* pairs with smp_store_release(&prod->prod_pos) in evs_stream_publish():
 	 * records below prod_pos are complete */
 	uint64_t p = smp_load_acquire(&c->prod->prod_pos);
 
-	if (p != c->cons_pos)
+	if (p != c->read_pos)
 		return consumer_take_pos(c, p);
 	if (!producer_gone(c))
 		return -EAGAIN;
 	/* gone: what it committed before is visible now; look once more (not
 	 * in a loop, so that a position that keeps flipping cannot hold us) */
 	p = smp_load_acquire(&c->prod->prod_pos);
-	if (p != c->cons_pos)
+	if (p != c->read_pos)
 		return consumer_take_pos(c, p);
 	return -EPIPE;
 }
 
+/*
+ * Copy out and check the header of the record at ring offset off,
+ * position pos (below prod_cache); its length, or -EBADMSG.
+ */
+static __always_inline int64_t consumer_read(struct evs_consumer *c, uint64_t off, uint64_t pos,
+					     struct evs_record *rec)
+{
+	const uint8_t *r = c->data + off;
+	uint64_t avail = c->prod_cache - pos, len, size;
+
+	/* read the size once and check that value; it is also the one handed
+	 * out, whatever the producer writes meanwhile (the copy of the other
+	 * fields does not wait on it) */
+	size = *(const volatile uint64_t *)r;
+	memcpy(&rec->hdr, r, sizeof(rec->hdr));
+	rec->hdr.data_size = size;
+	if (unlikely(avail < EVS_RECORD_HDR || size > avail - EVS_RECORD_HDR))
+		return consumer_broken(c);
+	len = evs_record_len(size);
+	if (unlikely(len > avail))
+		return consumer_broken(c);
+	rec->data = r + EVS_RECORD_HDR;
+	return (int64_t)len;
+}
+
+/* The oldest held record, handed out again. Alone, it is read afresh
+ * (checked like a new one); with later ones held behind it, it must
+ * still end where the next one starts. */
+static __attribute__((noinline)) int consumer_peek_held(struct evs_consumer *c,
+							 struct evs_record *rec)
+{
+	int64_t len = consumer_read(c, c->cons_off, c->cons_pos, rec);
+
+	if (len < 0)
+		return (int)len;
+	if ((uint64_t)len == c->peek_len)
+		return 0;
+	if (c->held > 1)
+		return consumer_broken(c);
+	c->peek_len = (uint64_t)len;
+	c->read_pos = c->cons_pos + (uint64_t)len;
+	c->read_off = c->cons_off + (uint64_t)len;
+	if (c->read_off >= c->cap)
+		c->read_off -= c->cap;
+	return 0;
+}
+
 EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 {
-	const uint8_t *r;
-	uint64_t avail, len, size;
+	int64_t len;
 	int err;
 
 	if (unlikely(!c || !rec))
 		return -EINVAL;
 	if (unlikely(c->broken))
 		return c->broken;
+	if (unlikely(c->held))
+		return consumer_peek_held(c, rec);
 	if (c->cons_pos == c->prod_cache) {
 		/* the next header is where the next record will start: start
 		 * pulling its line now, so that when prod_pos moves both lines
@@ -168,24 +152,74 @@ EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 		if (err)
 			return err;
 	}
-	r = c->data + c->cons_off;
-	/* read the size once and check that value; it is also the one handed
-	 * out, whatever the producer writes meanwhile (the copy of the other
-	 * fields does not wait on it) */
-	size = *(const volatile uint64_t *)r;
-	memcpy(&rec->hdr, r, sizeof(rec->hdr));
-	rec->hdr.data_size = size;
-	avail = c->prod_cache - c->cons_pos;
-	if (unlikely(avail < EVS_RECORD_HDR || size > avail - EVS_RECORD_HDR))
-		return consumer_broken(c);
-	len = evs_record_len(size);
-	if (unlikely(len > avail))
-		return consumer_broken(c);
-	rec->data = r + EVS_RECORD_HDR;
-	c->peek_len = len;
+	len = consumer_read(c, c->cons_off, c->cons_pos, rec);
+	if (unlikely(len < 0))
+		return (int)len;
+	c->peek_len = (uint64_t)len;
+	c->held = 1;
+	c->read_pos = c->cons_pos + (uint64_t)len;
+	c->read_off = c->cons_off + (uint64_t)len;
+	if (c->read_off >= c->cap)
+		c->read_off -= c->cap;
 	return 0;
 }
 
+/* Room for one more held length; lengths of held records after the
+ * oldest are kept in a ring that grows by doubling. */
+static int held_reserve(struct evs_consumer *c)
+{
+	size_t n = c->held - 1, cap = c->held_cap ? c->held_cap * 2 : 64;
+	uint64_t *to;
+
+	if (n < c->held_cap)
+		return 0;
+	to = malloc(cap * sizeof(*to));
+	if (!to)
+		return -ENOMEM;
+	/* full: n == held_cap entries from held_head on, wrapping */
+	for (size_t i = 0; i < c->held_cap; i++)
+		to[i] = c->held_len[(c->held_head + i) % c->held_cap];
+	free(c->held_len);
+	c->held_len = to;
+	c->held_cap = cap;
+	c->held_head = 0;
+	return 0;
+}
+
+EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *rec)
+{
+	int64_t len;
+	int err;
+
+	if (!c || !rec)
+		return -EINVAL;
+	if (c->broken)
+		return c->broken;
+	if (!c->held)
+		return evs_consumer__peek(c, rec);
+	if (c->held >= EVS_CONSUMER_MAX_HELD)
+		return -ENOBUFS;
+	if (c->read_pos == c->prod_cache) {
+		err = consumer_fill(c);
+		if (err)
+			return err;
+	}
+	err = held_reserve(c);
+	if (err)
+		return err;
+	len = consumer_read(c, c->read_off, c->read_pos, rec);
+	if (len < 0)
+		return (int)len;
+	c->held_len[(c->held_head + c->held - 1) % c->held_cap] = (uint64_t)len;
+	c->held++;
+	c->read_pos += (uint64_t)len;
+	c->read_off += (uint64_t)len;
+	if (c->read_off >= c->cap)
+		c->read_off -= c->cap;
+	return 0;
+}
+
+/* Forget the oldest held record; the next held one becomes the oldest. */
 static void consumer_advance(struct evs_consumer *c)
 {
 	c->cons_pos += c->peek_len;
@@ -193,7 +227,10 @@ static void consumer_advance(struct evs_consumer *c)
 	if (c->cons_off >= c->cap)
 		c->cons_off -= c->cap;
 	c->released++;
-	c->peek_len = 0;
+	if (unlikely(--c->held)) {
+		c->peek_len = c->held_len[c->held_head];
+		c->held_head = (c->held_head + 1) % c->held_cap;
+	}
 }
 
 static void consumer_publish(struct evs_consumer *c)
@@ -207,7 +244,7 @@ static void consumer_publish(struct evs_consumer *c)
 
 EVS_API int evs_consumer__release(struct evs_consumer *c)
 {
-	if (!c || !c->peek_len)
+	if (!c || !c->held)
 		return -EINVAL;
 	consumer_advance(c);
 	consumer_publish(c);
@@ -354,107 +391,6 @@ EVS_API int evs_consumer__stats(const struct evs_consumer *c, struct evs_stream_
 	full.connected = 1;
 	/* gone: the socket hung up; without CLOSED that is a death */
 	full.producer_died = c->gone && !full.producer_closed;
-	full.arms = c->arms;
-	full.membarrier = c->membarrier;
 	evs_stats_copy_out(st, &full);
 	return 0;
-}
-
-EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned int core,
-						   const struct evs_consumer_opts *opts)
-{
-	struct evs_consumer *c;
-	struct evs_producer *p;
-	int err;
-
-	evs_clear_errmsg();
-	if (!OPTS_VALID(opts, evs_consumer_opts)) {
-		err = evs_fail(EINVAL, "evs_consumer_opts: unknown fields set");
-		goto err_out;
-	}
-	if (name && (err = evs_check_name(name)))
-		goto err_out;
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		err = -ENOMEM;
-		goto err_out;
-	}
-	c->efd = c->sock = -1;
-
-	evs_registry_lock();
-	p = evs_registry_find(name);
-	if (p) {
-		struct evs_stream *s;
-
-		if (core >= p->ncores) {
-			evs_registry_unlock();
-			err = evs_fail(EINVAL, "core %u is out of range: producer '%s' has cores 0 to %u",
-				       core, p->name ? p->name : "(unnamed)", p->ncores - 1);
-			goto err_free;
-		}
-		s = &p->streams[core];
-		err = evs_stream_claim(s);
-		if (err) {
-			evs_registry_unlock();
-			evs_fail(EBUSY, "core %u already has a consumer", core);
-			goto err_free;
-		}
-		c->efd = dup(s->efd);
-		if (c->efd < 0) {
-			err = -errno;
-			evs_stream_release_claim(s);
-			evs_registry_unlock();
-			goto err_free;
-		}
-		err = evs_consumer_init(c, s->backing.ctl_fd, s->backing.data_ro_fd,
-					s->backing.ring_bytes, s->backing.page_size, core,
-					evs_stream_activate(s, evs_membarrier_usable()));
-		if (err) {
-			evs_stream_release_claim(s);
-			evs_registry_unlock();
-			goto err_free;
-		}
-		c->local = s;
-		s->local = c;
-		evs_registry_unlock();
-		return c;
-	}
-	evs_registry_unlock();
-
-	if (!name) {
-		err = evs_fail(ENOENT, "no producer in this process (and no name given to look for one elsewhere)");
-		goto err_free;
-	}
-	err = evs_client_connect(c, name, core, opts);
-	if (err)
-		goto err_free;
-	return c;
-
-err_free:
-	if (c->efd >= 0)
-		close(c->efd);
-	free(c);
-err_out:
-	errno = -err;
-	return NULL;
-}
-
-EVS_API void evs_consumer__free(struct evs_consumer *c)
-{
-	if (!c)
-		return;
-	evs_registry_lock();
-	if (c->local) {
-		c->local->local = NULL;
-		evs_stream_release_claim(c->local);
-		c->local = NULL;
-	}
-	evs_registry_unlock();
-	evs_map_detach(&c->map);
-	if (c->efd >= 0)
-		close(c->efd);
-	/* closing the socket is the hang-up the producer's server sees */
-	if (c->sock >= 0)
-		close(c->sock);
-	free(c);
 }

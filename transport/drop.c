@@ -17,7 +17,7 @@
  */
 #include <errno.h>
 
-#include "internal.h"
+#include "drop.h"
 #include "probes.h"
 
 /* The probe semaphores; the kernel increments them while a tracer is
@@ -85,6 +85,7 @@ int evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause)
 		[EVS_DROP_RING_FULL] = -ENOBUFS,
 		[EVS_DROP_TOO_BIG] = -EMSGSIZE,
 		[EVS_DROP_NO_CONSUMER] = -ENOTCONN,
+		[EVS_DROP_NO_MEMORY] = -ENOMEM,
 	};
 	struct evs_shm_prod *prod = s->prod;
 	uint64_t events, total_bytes;
@@ -100,7 +101,6 @@ int evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause)
 	/* relaxed: counters for readers of stats; no data is published with them */
 	WRITE_ONCE(&prod->dropped_events[cause], events);
 	WRITE_ONCE(&prod->dropped_bytes[cause], total_bytes);
-	WRITE_ONCE(&prod->produced, s->produced);
 
 	s->burst_events++;
 	if (unlikely(events - s->batch_events0 >= EVS_DROP_BATCH))

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Error strings: evs_strerror(), evs_errmsg(), and the options-size rule. */
+/* Error strings: evs_strerror(), evs_errmsg(), evs_drop_cause_name(). */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "evstream/evstream.h"
+#include "errors.h"
 
 static __thread char errmsg[512];
 
@@ -59,20 +60,7 @@ EVS_API const char *evs_drop_cause_name(int cause)
 	case EVS_DROP_RING_FULL: return "ring_full";
 	case EVS_DROP_TOO_BIG: return "too_big";
 	case EVS_DROP_NO_CONSUMER: return "no_consumer";
+	case EVS_DROP_NO_MEMORY: return "no_memory";
 	}
 	return "unknown";
-}
-
-bool evs_opts_valid(const void *opts, size_t user_sz, size_t known_sz)
-{
-	const unsigned char *b = opts;
-
-	if (!opts)
-		return true;
-	if (user_sz < sizeof(size_t))
-		return false;
-	for (size_t i = known_sz; i < user_sz; i++)
-		if (b[i])
-			return false;
-	return true;
 }

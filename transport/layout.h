@@ -8,8 +8,8 @@
  *  | page 0: written by the producer only |        | records, 8-aligned:  |
  *  |   line 0  identity (magic, version,  |        | [64 B header|payload]|
  *  |           sizes, core, flags)        |        | ...                  |
- *  |   line 1  prod_pos, committed,       |        +----------------------+
- *  |           produced                   |   mapped twice back to back in
+ *  |   line 1  prod_pos, committed        |        +----------------------+
+ *  |                                      |   mapped twice back to back in
  *  |   line 2+ drop counters, wakeups,    |   each process, so a record that
  *  |           closed                     |   runs past the end continues in
  *  +--------------------------------------+   the second copy: every payload
@@ -31,7 +31,7 @@
 
 #define EVS_SHM_MAGIC      0x314d52545356452eULL /* ".EVSTRM1" little-endian */
 #define EVS_ABI_MAJOR      1
-#define EVS_ABI_MINOR      1
+#define EVS_ABI_MINOR      0
 #define EVS_CTL_PAGE       4096u
 #define EVS_CTL_BYTES      (2 * EVS_CTL_PAGE)
 #define EVS_CACHELINE      64
@@ -64,9 +64,7 @@ struct evs_shm_prod {
 	/* line 1: hot, producer-written on every commit */
 	_Atomic uint64_t prod_pos;
 	_Atomic uint64_t committed;
-	_Atomic uint64_t produced; /* committed + dropped, counting unpublished deferred
-	                            * records; ABI 1.0 readers use it, 1.1 derives it */
-	uint8_t pad1[EVS_CACHELINE - 24];
+	uint8_t pad1[EVS_CACHELINE - 16];
 
 	/* line 2..: slow counters, producer-written on drops and wakeups */
 	_Atomic uint64_t dropped_events[4];

@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* Creating and freeing producers; claiming a stream for a consumer. */
+/* Creating and freeing producers and their streams. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
-#include "internal.h"
-#include "probes.h"
+#include "attach.h"
+#include "budget.h"
+#include "drop.h"
+#include "errors.h"
+#include "membarrier.h"
+#include "producer.h"
+#include "registry.h"
+#include "server.h"
+#include "wakeup.h"
 
 static void stream_init_shared(struct evs_stream *s, const struct evs_producer *p)
 {
@@ -27,7 +34,7 @@ static void stream_init_shared(struct evs_stream *s, const struct evs_producer *
 }
 
 static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned int core,
-		       bool timestamps)
+		       bool hugetlb, bool timestamps)
 {
 	int err;
 
@@ -35,13 +42,18 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 	s->owner = p;
 	s->conn_fd = -1;
 	s->efd = -1;
-	err = evs_backing_create(&s->backing, &p->cfg, p->name, core);
+	err = evs_backing_create(&s->backing, &p->cfg, hugetlb, p->name, core);
 	if (err)
 		return err;
 	err = evs_map_attach(&s->map, s->backing.ctl_fd, s->backing.data_fd, s->backing.ring_bytes,
 			     s->backing.page_size, true);
 	if (err)
-		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
+		return evs_fail(-err, "mapping the ring of core %u (%llu bytes%s): %s", core,
+				(unsigned long long)s->backing.ring_bytes,
+				hugetlb ? " of huge pages" : "", evs_strerror(err));
+	err = evs_backing_seal(&s->backing);
+	if (err)
+		return evs_fail(-err, "sealing the ring of core %u: %s", core, evs_strerror(err));
 	s->prod = s->map.prod;
 	s->cons = s->map.cons;
 	s->data = s->map.data;
@@ -51,6 +63,12 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 	stream_init_shared(s, p);
 	s->cap = s->backing.ring_bytes;
 	s->max_events = p->cfg.max_events;
+	/* the first chunk now: a shortage that early is an error, not a drop */
+	s->commit_end = s->cap < EVS_COMMIT_CHUNK ? s->cap : EVS_COMMIT_CHUNK;
+	err = evs_backing_commit(&s->backing, s->data, 0, s->commit_end);
+	if (err)
+		return evs_fail(-err, "ring memory for core %u: %s", core, evs_strerror(err));
+	evs_stream_set_limits(s);
 	s->timestamps = timestamps;
 	if (timestamps)
 		evs_clock_init(&s->clock, p->cfg.clock);
@@ -82,6 +100,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 					       const struct evs_producer_opts *opts)
 {
 	struct evs_producer *p = NULL;
+	bool hugetlb;
 	int err;
 
 	evs_clear_errmsg();
@@ -108,6 +127,9 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 	err = evs_config_resolve(opts, &p->cfg);
 	if (err)
 		goto err_free;
+	err = evs_budget_check(&p->cfg, ncores, &hugetlb);
+	if (err)
+		goto err_free;
 	if (name && !(p->name = strdup(name))) {
 		err = -ENOMEM;
 		goto err_free;
@@ -126,7 +148,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 		p->streams[i].backing.data_ro_fd = -1;
 	}
 	for (unsigned int i = 0; i < ncores; i++) {
-		err = stream_init(&p->streams[i], p, i, !OPTS_GET(opts, no_timestamps, 0));
+		err = stream_init(&p->streams[i], p, i, hugetlb, !OPTS_GET(opts, no_timestamps, 0));
 		if (err)
 			goto err_free;
 	}
@@ -171,62 +193,13 @@ EVS_API void evs_producer__free(struct evs_producer *p)
 		evs_server_stop(p);
 	evs_registry_lock();
 	evs_registry_remove(p);
-	/* in-process consumers keep their own mappings; cut their back links */
-	for (unsigned int i = 0; i < p->ncores; i++) {
-		struct evs_stream *s = &p->streams[i];
-
-		if (s->local) {
-			s->local->local = NULL;
-			s->local = NULL;
-		}
-	}
+	/* in-process consumers keep their own mappings */
+	for (unsigned int i = 0; i < p->ncores; i++)
+		evs_stream_orphan_local(&p->streams[i]);
 	evs_registry_unlock();
 	for (unsigned int i = 0; i < p->ncores; i++)
 		stream_fini(&p->streams[i]);
 	free(p->streams);
 	free(p->name);
 	free(p);
-}
-
-/* One consumer per stream: the first claim wins. */
-int evs_stream_claim(struct evs_stream *s)
-{
-	int expected = 0;
-
-	if (!cmpxchg(&s->claimed, &expected, 1))
-		return -EBUSY;
-	return 0;
-}
-
-/* Called with the stream claimed, before the consumer can see any data. */
-bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
-{
-	bool use_membarrier = consumer_membarrier && s->owner->membarrier;
-
-	/* a kick left over from a previous consumer would be a spurious wakeup */
-	evs_efd_drain(s->efd);
-	/* relaxed: ordered before the producer's next emit by active below; a
-	 * commit already in flight is covered by the consumer's membarrier()
-	 * at attach (evs_consumer_init) */
-	WRITE_ONCE(&s->fence, !use_membarrier);
-	/* the consumer starts armed: the first commit wakes it, so a client
-	 * that polls before it reads anything is not left asleep */
-	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
-	/* pairs with smp_load_acquire(&s->active) in stream_admit() */
-	smp_store_release(&s->active, 1);
-	if (EVS_PROBE_ENABLED(connect))
-		EVS_PROBE2(connect, s->core, s->owner ? s->owner->name : NULL);
-	return use_membarrier;
-}
-
-void evs_stream_release_claim(struct evs_stream *s)
-{
-	/* pairs with smp_load_acquire(&s->active) in stream_admit(): the
-	 * producer drops as no_consumer from its next emit on */
-	smp_store_release(&s->active, 0);
-	/* pairs with cmpxchg(&s->claimed) in evs_stream_claim(): the next
-	 * consumer claims only after this one is inactive */
-	smp_store_release(&s->claimed, 0);
-	if (EVS_PROBE_ENABLED(disconnect))
-		EVS_PROBE2(disconnect, s->core, s->owner ? s->owner->name : NULL);
 }

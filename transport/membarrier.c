@@ -22,7 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "membarrier.h"
 
 static int sys_membarrier(int cmd)
 {

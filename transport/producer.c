@@ -11,15 +11,32 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "ringcopy.h"
+#include "drop.h"
 #include "probes.h"
+#include "producer.h"
+#include "ringcopy.h"
+#include "stats.h"
+#include "wakeup.h"
 
 static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int core)
 {
 	if (unlikely(!p || core >= p->ncores))
 		return NULL;
 	return &p->streams[core];
+}
+
+/* The bounds stream_has_room() checks, from what the consumer was last
+ * seen to have released and what memory the ring has so far. While the
+ * ring is first filled, positions are offsets (a stream starts at 0) and
+ * the committed part ends the room. */
+void evs_stream_set_limits(struct evs_stream *s)
+{
+	uint64_t end = s->cons_cache + s->cap;
+
+	if (s->commit_end < s->cap && s->commit_end < end)
+		end = s->commit_end;
+	s->room_end = end;
+	s->events_end = s->released_cache + s->max_events;
 }
 
 /* Re-read what the consumer published, clamped to what is possible: a
@@ -36,12 +53,39 @@ static __always_inline void stream_refresh_cons(struct evs_stream *s)
 		s->cons_cache = c;
 	if (r - s->released_cache <= s->committed - s->released_cache)
 		s->released_cache = r;
+	evs_stream_set_limits(s);
 }
 
+/* Two compares against bounds kept up to date off the fast path. */
 static __always_inline bool stream_has_room(const struct evs_stream *s, uint64_t len)
 {
-	return s->prod_pos + len - s->cons_cache <= s->cap &&
-	       s->committed - s->released_cache < s->max_events;
+	return s->prod_pos + len <= s->room_end && s->committed < s->events_end;
+}
+
+/*
+ * No room by the cached bounds: look at the consumer again and, while the
+ * ring is first filled, commit its memory up to past the record. -1 when
+ * there is room now, else the drop cause.
+ */
+static __attribute__((noinline)) int stream_make_room(struct evs_stream *s, uint64_t len)
+{
+	uint64_t to;
+
+	stream_refresh_cons(s);
+	if (stream_has_room(s, len))
+		return -1;
+	if (s->commit_end == s->cap || s->prod_pos + len - s->cons_cache > s->cap ||
+	    s->committed - s->released_cache >= s->max_events)
+		return EVS_DROP_RING_FULL;
+	/* a chunk past the record, so that the next records find it there */
+	to = (s->prod_pos + len + 2 * EVS_COMMIT_CHUNK - 1) / EVS_COMMIT_CHUNK * EVS_COMMIT_CHUNK;
+	if (to > s->cap)
+		to = s->cap;
+	if (evs_backing_commit(&s->backing, s->data, s->commit_end, to))
+		return EVS_DROP_NO_MEMORY;
+	s->commit_end = to;
+	evs_stream_set_limits(s);
+	return -1;
 }
 
 /* What stream_admit() decided about a new record. */
@@ -100,13 +144,14 @@ static __attribute__((noinline)) void *stream_reserve_drop(struct evs_stream *s,
 	return NULL;
 }
 
-/* No room by the cached consumer position: look again, then decide. */
+/* No room by the cached bounds: look again, then decide. */
 static __attribute__((noinline)) void *stream_reserve_full(struct evs_stream *s, uint32_t type,
 							   uint64_t size)
 {
-	stream_refresh_cons(s);
-	if (!stream_has_room(s, evs_record_len(size)))
-		return stream_reserve_drop(s, size, EVS_DROP_RING_FULL);
+	int cause = stream_make_room(s, evs_record_len(size));
+
+	if (cause >= 0)
+		return stream_reserve_drop(s, size, cause);
 	if (s->burst_events)
 		return stream_open_after_drops(s, type, size);
 	return stream_open(s, type, size);
@@ -171,9 +216,8 @@ static __attribute__((noinline)) void stream_stamp_deferred(struct evs_stream *s
 /* Make every sealed record visible: one release store, one wake check. */
 static __always_inline void stream_publish(struct evs_stream *s)
 {
-	/* relaxed: stats counters, not used to find data */
+	/* relaxed: a stats counter, not used to find data */
 	WRITE_ONCE(&s->prod->committed, s->committed);
-	WRITE_ONCE(&s->prod->produced, s->produced);
 	/* pairs with smp_load_acquire(&prod->prod_pos) in evs_consumer__peek():
 	 * the records are complete before their end is visible */
 	smp_store_release(&s->prod->prod_pos, s->prod_pos);
@@ -302,13 +346,14 @@ static __attribute__((noinline)) int stream_write(struct evs_stream *s, uint32_t
 	return 0;
 }
 
-/* No room by the cached consumer position: look again, then decide. */
+/* No room by the cached bounds: look again, then decide. */
 static __attribute__((noinline)) int stream_emit_full(struct evs_stream *s, uint32_t type,
 						      const void *data, size_t size)
 {
-	stream_refresh_cons(s);
-	if (!stream_has_room(s, evs_record_len(size)))
-		return evs_stream_drop(s, size, EVS_DROP_RING_FULL);
+	int cause = stream_make_room(s, evs_record_len(size));
+
+	if (cause >= 0)
+		return evs_stream_drop(s, size, cause);
 	return stream_write(s, type, data, size);
 }
 
@@ -361,8 +406,6 @@ EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
 		return -EINVAL;
 	evs_stats_from_shm(s->prod, s->cons, &full);
 	full.connected = (uint32_t)READ_ONCE(&s->active);
-	full.membarrier = full.connected && !READ_ONCE(&s->fence);
-	full.tsc_timestamps = s->timestamps && evs_clock_uses_tsc(&s->clock);
 	evs_stats_copy_out(st, &full);
 	return 0;
 }

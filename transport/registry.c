@@ -5,7 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "producer.h"
+#include "registry.h"
 
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct evs_producer *registry_head;

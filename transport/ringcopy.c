@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "layout.h"
 #include "ringcopy.h"
 
 #if defined(__x86_64__)
@@ -53,8 +53,3 @@ void evs_ring_copy_streaming(void *dst, const void *src, size_t n)
 	nt_store_fence();
 }
 #endif
-
-EVS_API void evs_ring_copy(void *dst, const void *src, size_t n)
-{
-	ring_copy(dst, src, n);
-}

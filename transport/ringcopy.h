@@ -1,14 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* Copying payloads into the ring (ringcopy.c): inline for the small ones. */
+/*
+ * Copying payloads into the ring (ringcopy.c): memcpy() below
+ * EVS_RING_COPY_STREAMING bytes; from there on, non-temporal stores that
+ * leave the producer's caches alone (it will not read the payload again;
+ * the consumer reads it on another core). Inline for the small ones.
+ */
 #ifndef EVS_RINGCOPY_H
 #define EVS_RINGCOPY_H
 
+#include <stddef.h>
 #include <string.h>
 
-#include "internal.h"
+#include "atomics.h"
+
+/* From here on streaming wins; below it loses (docs/design-notes.md). */
+#define EVS_RING_COPY_STREAMING (64 * 1024)
 
 #if defined(__x86_64__)
-EVS_HIDDEN void evs_ring_copy_streaming(void *dst, const void *src, size_t n);
+void evs_ring_copy_streaming(void *dst, const void *src, size_t n);
 #endif
 
 static __always_inline void ring_copy(void *dst, const void *src, size_t n)

@@ -18,7 +18,11 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "internal.h"
+#include "attach.h"
+#include "errors.h"
+#include "handshake.h"
+#include "producer.h"
+#include "server.h"
 
 #define HANDSHAKE_TIMEOUT_MS 1000
 
@@ -70,7 +74,7 @@ static int claim_socket_path(const char *path)
 
 static int send_welcome(int fd, const struct evs_welcome *w, const int *fds, int nfds)
 {
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	char cbuf[CMSG_SPACE(EVS_WELCOME_NFDS * sizeof(int))];
 	struct iovec iov = { .iov_base = (void *)w, .iov_len = sizeof(*w) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *cm;
@@ -119,8 +123,7 @@ static void serve_client(struct evs_server *srv, int fd)
 		goto drop;
 	memset(&h, 0, sizeof(h));
 	n = recv(fd, &h, sizeof(h), MSG_DONTWAIT);
-	/* a 1.0 hello has no flags: such a consumer gets the fence */
-	if ((n != (ssize_t)sizeof(h) && n != EVS_HELLO_V10_BYTES) || h.magic != EVS_HELLO_MAGIC) {
+	if (n != (ssize_t)sizeof(h) || h.magic != EVS_HELLO_MAGIC) {
 		w.status = -EPROTO;
 		goto refuse;
 	}
@@ -145,9 +148,13 @@ static void serve_client(struct evs_server *srv, int fd)
 	w.max_events = p->cfg.max_events;
 	w.page_size = s->backing.page_size;
 	{
-		int fds[3] = { s->backing.ctl_fd, s->backing.data_ro_fd, s->efd };
+		int fds[EVS_WELCOME_NFDS] = {
+			[EVS_WELCOME_CTL_FD] = s->backing.ctl_fd,
+			[EVS_WELCOME_DATA_FD] = s->backing.data_ro_fd,
+			[EVS_WELCOME_EVENT_FD] = s->efd,
+		};
 
-		if (send_welcome(fd, &w, fds, 3)) {
+		if (send_welcome(fd, &w, fds, EVS_WELCOME_NFDS)) {
 			evs_stream_release_claim(s);
 			goto drop;
 		}

@@ -2,7 +2,10 @@
 /* Stream statistics, read from the shared pages, for either side. */
 #include <string.h>
 
-#include "internal.h"
+#include "atomics.h"
+#include "stats.h"
+
+_Static_assert(EVS_DROP_CAUSE_COUNT <= 4, "the shared page counts four causes");
 
 bool evs_stats_size_ok(const struct evs_stream_stats *st)
 {
@@ -23,9 +26,8 @@ void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_co
 		dropped += st->dropped_events[i];
 	}
 	st->dropped = dropped;
-	/* derived, not prod->produced: that one also counts records committed
-	 * with deferred publication and not yet published, which committed
-	 * does not (prod->produced is kept for readers of ABI 1.0) */
+	/* committed counts published records only, so this is what a
+	 * reader can account for */
 	st->produced = st->committed + dropped;
 	st->released = READ_ONCE(&cons->released);
 	st->wakeups = READ_ONCE(&prod->wakeups);

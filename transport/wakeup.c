@@ -12,7 +12,7 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 
-#include "internal.h"
+#include "wakeup.h"
 
 static void keep_nonblocking(int efd)
 {

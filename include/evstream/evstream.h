@@ -30,10 +30,7 @@ extern "C" {
 
 #define EVSTREAM_VERSION_MAJOR 1
 #define EVSTREAM_VERSION_MINOR 0
-
-/* Defaults; the environment and the option structs override them. */
-#define EVS_DEFAULT_MAX_EVENTS 65536ULL             /* NEURON_RT_DEBUG_STREAM_BUFFER_SIZE */
-#define EVS_DEFAULT_RING_BYTES (8ULL * 1024 * 1024) /* EVSTREAM_RING_BYTES */
+#define EVSTREAM_VERSION_PATCH 0
 
 /* Every record starts with this 64-byte header; it is byte-for-byte the
  * reference API's ndebug_stream_event_header_t, with its reserved bytes used
@@ -52,6 +49,7 @@ enum evs_drop_cause {
 	EVS_DROP_RING_FULL = 0,   /* byte capacity or event limit reached */
 	EVS_DROP_TOO_BIG = 1,     /* record larger than the whole ring */
 	EVS_DROP_NO_CONSUMER = 2, /* nobody connected to the stream */
+	EVS_DROP_NO_MEMORY = 3,   /* the ring's memory could not be committed */
 	EVS_DROP_CAUSE_COUNT
 };
 
@@ -75,7 +73,8 @@ enum evs_hugepages {
 
 struct evs_producer_opts {
 	size_t sz;
-	uint64_t ring_bytes;  /* 0: EVSTREAM_RING_BYTES, else the default */
+	uint64_t ring_bytes;  /* 0: EVSTREAM_RING_BYTES, else max_events tensor-read
+	                       * events of 1088 bytes (docs/api.md) */
 	uint64_t max_events;  /* 0: NEURON_RT_DEBUG_STREAM_BUFFER_SIZE, else 65536 */
 	int hugepages;        /* enum evs_hugepages */
 	int allow_group;      /* 1: members of allow_gid may connect too (socket 0660) */
@@ -111,7 +110,8 @@ EVS_API unsigned int evs_producer__ncores(const struct evs_producer *p);
 /*
  * Copy one event into core's ring. 0 when committed; when dropped (and
  * counted): -ENOBUFS ring full, -EMSGSIZE larger than the ring, -ENOTCONN no
- * consumer. Bad arguments: -EINVAL / -ERANGE (not counted as events).
+ * consumer, -ENOMEM the ring's memory could not be committed. Bad
+ * arguments: -EINVAL / -ERANGE (not counted as events).
  */
 EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32_t type,
 			       const void *data, size_t size);
@@ -119,23 +119,13 @@ EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32
 /*
  * Zero-copy: reserve size payload bytes in core's ring, fill them, then
  * commit (publish) or discard (forget) them. One reservation per stream at a
- * time. NULL + errno on drop (ENOBUFS, EMSGSIZE, ENOTCONN: counted as for
- * emit) or misuse (EINVAL, EBUSY).
+ * time. NULL + errno on drop (ENOBUFS, EMSGSIZE, ENOTCONN, ENOMEM: counted as
+ * for emit) or misuse (EINVAL, EBUSY).
  */
 EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, uint32_t type,
 				    size_t size);
 EVS_API int evs_producer__commit(struct evs_producer *p, unsigned int core);
 EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core);
-
-/*
- * Copy n bytes into space that evs_producer__reserve() returned, before the
- * commit: memcpy() below EVS_RING_COPY_STREAMING bytes; from there on,
- * non-temporal stores that leave the producer's caches alone (it will not
- * read the payload again; the consumer reads it on another core). emit()
- * and emit_tensor() copy with it.
- */
-#define EVS_RING_COPY_STREAMING (64 * 1024)
-EVS_API void evs_ring_copy(void *dst, const void *src, size_t n);
 
 /*
  * Deferred publication: commit_deferred() finishes the reserved record like
@@ -169,11 +159,7 @@ struct evs_stream_stats {
 	uint32_t connected;       /* producer side: a consumer is attached */
 	uint32_t producer_closed; /* the producer closed the stream (evs_producer__free) */
 	uint32_t core;
-	uint64_t arms;            /* consumer side: times it armed the wakeup (>= wakeups - 1) */
-	uint32_t membarrier;      /* 1: the producer skips its fence; the consumer arms with membarrier() */
 	uint32_t producer_died;   /* consumer side: its process hung up without closing */
-	uint32_t tsc_timestamps;  /* producer side: timestamp_ns is read from the TSC
-	                           * (docs/architecture.md, "Timestamps") */
 };
 
 EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
@@ -209,13 +195,26 @@ struct evs_record {
  * producer has gone, -EBADMSG when the ring is corrupt (stream broken).
  */
 EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec);
+/* Give back the oldest handed-out record's ring space. -EINVAL: none. */
 EVS_API int evs_consumer__release(struct evs_consumer *c);
+
+/*
+ * Holding several records: hand out the record after the last one handed
+ * out (by peek or peek_next) without giving back anything, so that every
+ * handed-out record stays valid until release() gives them back, oldest
+ * first. With nothing held it is peek(). Returns as peek(), and -ENOBUFS
+ * when EVS_CONSUMER_MAX_HELD records are held already. Held records hold
+ * ring space: the producer drops (and counts) when it runs out.
+ */
+#define EVS_CONSUMER_MAX_HELD 65536
+EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *rec);
 
 /* Called for each record; return 0 to go on, anything else to stop after it. */
 typedef int (*evs_record_fn)(void *ctx, const struct evs_record *rec);
 
 /* Hand up to max records (0: all pending) to fn, releasing each after it
- * returns. Returns the count handed over, or a negative errno as peek. */
+ * returns; records already held come first. Returns the count handed
+ * over, or a negative errno as peek. */
 EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void *ctx,
 				  size_t max);
 

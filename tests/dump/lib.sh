@@ -85,7 +85,7 @@ wait_for() {
 verify() {
 	local dir=$1; shift
 	"$DEMO" --verify "$dir" "$@" || fail "evs-demo --verify $dir $*"
-	"$PY" scripts/verify_dump.py "$dir" || fail "verify_dump.py $dir"
+	"$PY" demo/verify_dump.py "$dir" || fail "verify_dump.py $dir"
 }
 
 # json FILE EXPR: evaluate a Python expression over the parsed file (j).

@@ -1,8 +1,8 @@
-# The two-process example (tools/evs-example.c): `make example`.
+# The two-process example (examples/evs-example.c): `make example`.
 PROGRAMS += $(BUILD)/evs-example
 
-$(BUILD)/evs-example: tools/evs-example.c tools/cli.h $(BUILD)/libevstream.so
-	$(CC) $(ALL_CFLAGS) -Itools $< -o $@ $(PROG_LDFLAGS) $(PROG_LDLIBS)
+$(BUILD)/evs-example: $(BUILD)/examples/evs-example.o $(BUILD)/libevstream.so
+	$(CC) $(OPT) $(CFLAGS) $< -o $@ $(PROG_LDFLAGS) $(PROG_LDLIBS)
 
 # Both processes start at once (each waits for the other, up to 10 s), in a
 # private runtime directory: no clash with another run's "example".

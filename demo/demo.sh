@@ -78,7 +78,7 @@ fail=0
 echo "demo: verifying $DIR: contents against the generator, then every file with NumPy"
 "$BUILD/evs-demo" --verify "$DIR" || fail=1
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
-	/usr/bin/python3 scripts/verify_dump.py "$DIR" || fail=1
+	/usr/bin/python3 demo/verify_dump.py "$DIR" || fail=1
 else
 	echo "demo: /usr/bin/python3 has no numpy (make deps installs python3-numpy)" >&2
 	fail=1

@@ -8,7 +8,8 @@
  *
  * `make example` runs both. The consumer uses the native API on core 0 and
  * the reference debug-stream API (EVSTREAM_PRODUCER=NAME) on core 1. Either
- * may start first: each waits up to WAIT_S seconds for the other.
+ * may start first: each waits up to WAIT_S seconds for the other. Plain
+ * API only: nothing here comes from evstream's own tools.
  */
 #include <errno.h>
 #include <poll.h>
@@ -17,27 +18,60 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "evstream/evstream.h"
 #include "evstream/tensor.h"
 #include "nrt/ndebug_stream.h"
 
 #define NCORES 2
-#define WAIT_S 10.0
+#define WAIT_S 10
+
+/* Events are only kept once a consumer is connected: wait for one on
+ * every core, for up to WAIT_S seconds. The number connected. */
+static unsigned int wait_for_consumers(struct evs_producer *p)
+{
+	unsigned int connected = 0;
+
+	for (int tick = 0; tick < WAIT_S * 10 && connected < NCORES; tick++) {
+		connected = 0;
+		for (unsigned int core = 0; core < NCORES; core++) {
+			struct evs_stream_stats st = { .sz = sizeof(st) };
+
+			if (evs_producer__stats(p, core, &st) == 0 && st.connected)
+				connected++;
+		}
+		if (connected < NCORES)
+			usleep(100000);
+	}
+	return connected;
+}
+
+/* The producer may start after us: try again while there is none. */
+static struct evs_consumer *connect_when_there(const char *name, unsigned int core)
+{
+	struct evs_consumer *c = NULL;
+
+	for (int tick = 0; tick < WAIT_S * 10; tick++) {
+		c = evs_consumer__connect(name, core, NULL);
+		if (c || errno != ENOENT)
+			break;
+		usleep(100000);
+	}
+	return c;
+}
 
 static int produce(const char *name, int events)
 {
 	struct evs_producer *p = evs_producer__new(name, NCORES, NULL);
-	unsigned int connected = 0;
+	unsigned int connected;
 	float w[4][3];
 
 	if (!p) {
 		fprintf(stderr, "evs-example: %s\n", evs_errmsg());
 		return 1;
 	}
-	/* events are only kept once a consumer is connected: wait for both */
-	if (cli_wait_consumers(p, NCORES, WAIT_S, NULL, &connected)) {
-		fprintf(stderr, "evs-example: only %u of %u cores of '%s' have a consumer after %.0f s "
+	connected = wait_for_consumers(p);
+	if (connected < NCORES) {
+		fprintf(stderr, "evs-example: only %u of %u cores of '%s' have a consumer after %d s "
 			"(is 'evs-example consume %s' running?)\n", connected, NCORES, name, WAIT_S, name);
 		evs_producer__free(p);
 		return 1;
@@ -90,9 +124,9 @@ static int consume(const char *name, long events)
 	NRT_STATUS s;
 
 	/* the producer may not be up yet */
-	c = cli_connect(name, 0, WAIT_S, false);
+	c = connect_when_there(name, 0);
 	if (!c) {
-		fprintf(stderr, "evs-example: no producer '%s' after %.0f s: %s\n", name, WAIT_S,
+		fprintf(stderr, "evs-example: no producer '%s' after %d s: %s\n", name, WAIT_S,
 			*evs_errmsg() ? evs_errmsg() : strerror(errno));
 		return 1;
 	}

@@ -4,7 +4,7 @@
 index, and its header is byte for byte the .npy version 1.0 format (preamble,
 dict literal with sorted keys, spaces, newline, data aligned to 64 bytes).
 
-usage: /usr/bin/python3 scripts/verify_dump.py DIR    (exit 0 when all is well)
+usage: /usr/bin/python3 demo/verify_dump.py DIR    (exit 0 when all is well)
 """
 import io
 import json

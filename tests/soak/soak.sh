@@ -2,9 +2,9 @@
 # Soak: 8 streams at full rate for a bounded time while consumers are
 # stalled, stopped, killed and reconnected at random; exact accounting
 # (produced == delivered + dropped) is checked throughout and at the end.
-# Usage: scripts/soak.sh [SECONDS] [evs-soak options]   (default 60 s)
+# Usage: tests/soak/soak.sh [SECONDS] [evs-soak options]   (default 60 s)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 secs=${1:-${SOAK_SECONDS:-60}}
 shift || true
 BUILD=${BUILD:-build}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Attaching a consumer to a stream, the one home of it: claiming a stream
+ * (one consumer each), making it live for the consumer (activate) and
+ * giving it up (release); mapping the stream on the consumer's side and
+ * checking the shared memory before anything is read; and connecting,
+ * in this process (through the registry) or in another one (the socket
+ * handshake of client.c). The producer's server (server.c) claims and
+ * activates here too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "attach.h"
+#include "client.h"
+#include "consumer.h"
+#include "errors.h"
+#include "membarrier.h"
+#include "probes.h"
+#include "registry.h"
+#include "wakeup.h"
+
+/* One consumer per stream: the first claim wins. */
+int evs_stream_claim(struct evs_stream *s)
+{
+	int expected = 0;
+
+	if (!cmpxchg(&s->claimed, &expected, 1))
+		return -EBUSY;
+	return 0;
+}
+
+/* Called with the stream claimed, before the consumer can see any data. */
+bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
+{
+	bool use_membarrier = consumer_membarrier && s->owner->membarrier;
+
+	/* a kick left over from a previous consumer would be a spurious wakeup */
+	evs_efd_drain(s->efd);
+	/* relaxed: ordered before the producer's next emit by active below; a
+	 * commit already in flight is covered by the consumer's membarrier()
+	 * at attach (evs_consumer_map) */
+	WRITE_ONCE(&s->fence, !use_membarrier);
+	/* the consumer starts armed: the first commit wakes it, so a client
+	 * that polls before it reads anything is not left asleep */
+	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
+	/* pairs with smp_load_acquire(&s->active) in stream_admit() */
+	smp_store_release(&s->active, 1);
+	if (EVS_PROBE_ENABLED(connect))
+		EVS_PROBE2(connect, s->core, s->owner ? s->owner->name : NULL);
+	return use_membarrier;
+}
+
+void evs_stream_release_claim(struct evs_stream *s)
+{
+	/* pairs with smp_load_acquire(&s->active) in stream_admit(): the
+	 * producer drops as no_consumer from its next emit on */
+	smp_store_release(&s->active, 0);
+	/* pairs with cmpxchg(&s->claimed) in evs_stream_claim(): the next
+	 * consumer claims only after this one is inactive */
+	smp_store_release(&s->claimed, 0);
+	if (EVS_PROBE_ENABLED(disconnect))
+		EVS_PROBE2(disconnect, s->core, s->owner ? s->owner->name : NULL);
+}
+
+void evs_stream_orphan_local(struct evs_stream *s)
+{
+	if (s->local) {
+		s->local->local = NULL;
+		s->local = NULL;
+	}
+}
+
+static int file_size_is(int fd, uint64_t size)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (uint64_t)st.st_size == size;
+}
+
+/* A file the producer could still shrink would turn our reads into SIGBUS. */
+static bool size_is_sealed(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	return seals >= 0 && (seals & F_SEAL_SHRINK);
+}
+
+/* Map the stream and check the producer's identity page against what the
+ * handshake said; the consumer starts where the last consumer stopped. */
+int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t ring_bytes,
+		     uint64_t page_size, unsigned int core, bool membarrier)
+{
+	const struct evs_shm_prod *prod;
+	uint64_t prod_pos, cons_pos;
+	int err;
+
+	if ((page_size != 4096 && page_size != EVS_HUGE_PAGE) || ring_bytes < page_size ||
+	    ring_bytes % page_size || ring_bytes > (1ULL << 46) ||
+	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES) ||
+	    !size_is_sealed(data_fd) || !size_is_sealed(ctl_fd))
+		return evs_fail(EBADMSG, "stream of core %u: sizes do not match the shared files", core);
+	err = evs_map_attach(&c->map, ctl_fd, data_fd, ring_bytes, page_size, false);
+	if (err)
+		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
+	prod = c->map.prod;
+	if (prod->magic != EVS_SHM_MAGIC || prod->abi_major != EVS_ABI_MAJOR ||
+	    prod->hdr_bytes != EVS_CTL_BYTES || prod->ring_bytes != ring_bytes ||
+	    prod->page_size != page_size || prod->core != core || prod->max_events == 0) {
+		/* read before the unmap: the page is gone after it */
+		unsigned int abi = prod->abi_major;
+
+		evs_map_detach(&c->map);
+		return evs_fail(EBADMSG, "stream of core %u: bad identity (magic, ABI %u, sizes)",
+				core, abi);
+	}
+	/* a commit in flight when we were attached may have skipped its fence
+	 * under the previous consumer's rules: make its prod_pos visible */
+	if (membarrier && (err = evs_membarrier()) < 0) {
+		evs_map_detach(&c->map);
+		return evs_fail(-err, "membarrier: %s", evs_strerror(err));
+	}
+	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with evs_stream_publish() */
+	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
+	if (prod_pos - cons_pos > ring_bytes || (prod_pos | cons_pos) % EVS_RECORD_ALIGN) {
+		evs_map_detach(&c->map);
+		return evs_fail(EBADMSG, "stream of core %u: positions out of range", core);
+	}
+	c->prod = prod;
+	c->cons = c->map.cons;
+	c->data = c->map.data;
+	c->cap = ring_bytes;
+	c->cons_pos = cons_pos;
+	c->cons_off = cons_pos % ring_bytes;
+	c->read_pos = cons_pos;
+	c->read_off = c->cons_off;
+	c->prod_cache = cons_pos;
+	c->released = READ_ONCE(&c->map.cons->released);
+	c->core = core;
+	c->armed = true; /* evs_stream_activate() armed the wait word */
+	c->membarrier = membarrier;
+	return 0;
+}
+
+
+/* A producer of this process: claim the stream and map it from the
+ * producer's own descriptors. Under the registry lock. */
+static int connect_local(struct evs_consumer *c, struct evs_producer *p, unsigned int core)
+{
+	struct evs_stream *s;
+	int err;
+
+	if (core >= p->ncores)
+		return evs_fail(EINVAL, "core %u is out of range: producer '%s' has cores 0 to %u",
+				core, p->name ? p->name : "(unnamed)", p->ncores - 1);
+	s = &p->streams[core];
+	if (evs_stream_claim(s))
+		return evs_fail(EBUSY, "core %u already has a consumer", core);
+	c->efd = fcntl(s->efd, F_DUPFD_CLOEXEC, 0);
+	if (c->efd < 0) {
+		err = -errno;
+		evs_stream_release_claim(s);
+		return err;
+	}
+	err = evs_consumer_map(c, s->backing.ctl_fd, s->backing.data_ro_fd, s->backing.ring_bytes,
+			   s->backing.page_size, core, evs_stream_activate(s, evs_membarrier_usable()));
+	if (err) {
+		evs_stream_release_claim(s);
+		return err;
+	}
+	c->local = s;
+	s->local = c;
+	return 0;
+}
+
+/* A producer of another process: the handshake hands over its memory
+ * files and eventfd; the socket stays open as the liveness link. */
+static int connect_remote(struct evs_consumer *c, const char *name, unsigned int core,
+			  const struct evs_consumer_opts *opts)
+{
+	int fds[EVS_WELCOME_NFDS], sock, err;
+	struct evs_welcome w;
+
+	err = evs_client_handshake(name, core, opts, &w, fds, &sock);
+	if (err)
+		return err;
+	err = evs_consumer_map(c, fds[EVS_WELCOME_CTL_FD], fds[EVS_WELCOME_DATA_FD], w.ring_bytes,
+			   w.page_size, core, w.flags & EVS_WELCOME_F_MEMBARRIER);
+	/* the mappings hold the memory; only the eventfd is kept */
+	close(fds[EVS_WELCOME_CTL_FD]);
+	close(fds[EVS_WELCOME_DATA_FD]);
+	if (err) {
+		close(fds[EVS_WELCOME_EVENT_FD]);
+		close(sock);
+		return err;
+	}
+	c->efd = fds[EVS_WELCOME_EVENT_FD];
+	c->sock = sock;
+	return 0;
+}
+
+EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned int core,
+						   const struct evs_consumer_opts *opts)
+{
+	struct evs_consumer *c;
+	struct evs_producer *p;
+	int err;
+
+	evs_clear_errmsg();
+	if (!OPTS_VALID(opts, evs_consumer_opts)) {
+		err = evs_fail(EINVAL, "evs_consumer_opts: unknown fields set");
+		goto err_out;
+	}
+	if (name && (err = evs_check_name(name)))
+		goto err_out;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		err = -ENOMEM;
+		goto err_out;
+	}
+	c->efd = c->sock = -1;
+
+	evs_registry_lock();
+	p = evs_registry_find(name);
+	if (p) {
+		err = connect_local(c, p, core);
+		evs_registry_unlock();
+		if (err)
+			goto err_free;
+		return c;
+	}
+	evs_registry_unlock();
+
+	if (!name) {
+		err = evs_fail(ENOENT, "no producer in this process (and no name given to look for one elsewhere)");
+		goto err_free;
+	}
+	err = connect_remote(c, name, core, opts);
+	if (err)
+		goto err_free;
+	return c;
+
+err_free:
+	if (c->efd >= 0)
+		close(c->efd);
+	free(c);
+err_out:
+	errno = -err;
+	return NULL;
+}
+
+EVS_API void evs_consumer__free(struct evs_consumer *c)
+{
+	if (!c)
+		return;
+	evs_registry_lock();
+	if (c->local) {
+		c->local->local = NULL;
+		evs_stream_release_claim(c->local);
+		c->local = NULL;
+	}
+	evs_registry_unlock();
+	evs_map_detach(&c->map);
+	free(c->held_len);
+	if (c->efd >= 0)
+		close(c->efd);
+	/* closing the socket is the hang-up the producer's server sees */
+	if (c->sock >= 0)
+		close(c->sock);
+	free(c);
+}

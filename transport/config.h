@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* Limits and names from options and the environment (config.c). */
+#ifndef EVS_CONFIG_H
+#define EVS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evstream/evstream.h"
+#include "clock.h"
+
+#define EVS_NAME_MAX 64
+
+/* The options struct sz rule: accept smaller (older) structs; a larger one
+ * only if the bytes this library does not know are zero. */
+bool evs_opts_valid(const void *opts, size_t user_sz, size_t known_sz);
+#define OPTS_VALID(o, type) evs_opts_valid((o), (o) ? (o)->sz : 0, sizeof(struct type))
+#define OPTS_HAS(o, field) \
+	((o) && (o)->sz >= offsetof(__typeof__(*(o)), field) + sizeof((o)->field))
+#define OPTS_GET(o, field, def) (OPTS_HAS(o, field) ? (o)->field : (def))
+
+struct evs_config {
+	uint64_t ring_bytes;   /* requested, before rounding to the page size */
+	uint64_t max_events;
+	int hugepages;         /* EVS_HUGEPAGES_AUTO / ON / OFF */
+	enum evs_clock_mode clock; /* EVSTREAM_TSC */
+};
+
+int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *cfg);
+int evs_parse_u64(const char *s, uint64_t *out); /* with K/M/G/T suffixes */
+/* A number from the environment variable var, min to max: 1 and *out when
+ * set, 0 when not, -EINVAL with a sentence naming it and what (a byte
+ * count, an event count...) is allowed. */
+int evs_env_u64(const char *var, uint64_t min, uint64_t max, const char *what, uint64_t *out);
+int evs_runtime_dir(const char *opt_dir, char *buf, size_t len);
+int evs_check_name(const char *name);
+int evs_socket_path(const char *dir, const char *name, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The consumer's private state. The hot part is read and written by the
+ * consumer thread in consumer.c; attach.c fills it in when it attaches
+ * (maps and checks the shared memory) and tears it down.
+ */
+#ifndef EVS_CONSUMER_H
+#define EVS_CONSUMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "shm.h"
+
+struct evs_stream;
+
+struct evs_consumer {
+	/* Hot. */
+	uint64_t cons_pos;
+	uint64_t cons_off;
+	uint64_t prod_cache;
+	uint64_t released;
+	uint64_t cap;
+	uint64_t peek_len;        /* length of the oldest handed-out record (held >= 1) */
+	uint64_t held;            /* records handed out and not released */
+	uint64_t read_pos;        /* after the last handed-out record */
+	uint64_t read_off;        /* read_pos % cap */
+	const uint8_t *data;
+	const struct evs_shm_prod *prod;
+	struct evs_shm_cons *cons;
+	int broken;               /* sticky -EBADMSG */
+	/* Lengths of the held records after the oldest, oldest first
+	 * (evs_consumer__peek_next()); a ring of held_cap entries. */
+	uint64_t *held_len;
+	size_t held_head, held_cap;
+
+	/* Wakeup protocol state; see evs_consumer__prepare_wait(). */
+	bool armed;
+	bool kick_pending;
+	bool gone;                /* the producer socket hung up */
+	bool membarrier;          /* arm with membarrier() instead of a fence */
+	uint64_t arms;
+	uint64_t empty_peeks;
+
+	int efd;
+	int sock;                 /* -1 in process */
+	unsigned int core;
+	struct evs_map map;
+	struct evs_stream *local; /* in-process producer stream, under the registry lock */
+};
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* A stream's memory files and their mappings (shm.c). */
+#ifndef EVS_SHM_H
+#define EVS_SHM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "layout.h"
+
+#define EVS_HUGE_PAGE (2ULL * 1024 * 1024)
+
+/* One process's view of a stream. */
+struct evs_map {
+	struct evs_shm_prod *prod;  /* control page 0 */
+	struct evs_shm_cons *cons;  /* control page 1 */
+	uint8_t *data;              /* ring, followed by its second mapping */
+	void *ctl_base;
+	void *data_res;             /* reserved range holding both copies */
+	size_t data_res_len;
+	uint64_t ring_bytes;
+};
+
+/* The producer's memory files of a stream. */
+struct evs_backing {
+	int ctl_fd;      /* control memfd, read-write */
+	int data_fd;     /* data memfd, read-write (producer) */
+	int data_ro_fd;  /* the same file opened read-only, handed to consumers */
+	uint64_t ring_bytes;
+	uint64_t page_size;
+	bool hugetlb;
+};
+
+/* The files of one stream; hugetlb: from the huge-page pool (budget.c). */
+int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool hugetlb,
+		       const char *label, unsigned int core);
+void evs_backing_destroy(struct evs_backing *b);
+/* Once the producer has mapped the ring: nobody writes it another way. */
+int evs_backing_seal(struct evs_backing *b);
+/* Pages for the ring's bytes [from, to), also in the producer's view. */
+int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint64_t to);
+/* The producer commits the ring this much at a time as it first fills. */
+#define EVS_COMMIT_CHUNK (2ULL * 1024 * 1024)
+/* Map a stream; writable = producer view (data read-write, page 0 read-write). */
+int evs_map_attach(struct evs_map *m, int ctl_fd, int data_fd, uint64_t ring_bytes,
+		   uint64_t page_size, bool writable);
+void evs_map_detach(struct evs_map *m);
+
+#endif

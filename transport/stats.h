@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* Stream statistics from the shared pages, for either side (stats.c). */
+#ifndef EVS_STATS_H
+#define EVS_STATS_H
+
+#include <stdbool.h>
+
+#include "evstream/evstream.h"
+#include "layout.h"
+
+/* The caller's struct holds at least every field of 1.0. */
+bool evs_stats_size_ok(const struct evs_stream_stats *st);
+/* Everything the shared pages say (the fields only one side knows are 0). */
+void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
+			struct evs_stream_stats *st);
+/* Hand out as much of full as the caller's struct holds. */
+void evs_stats_copy_out(struct evs_stream_stats *st, const struct evs_stream_stats *full);
+
+#endif
