@@ -3,7 +3,8 @@
 #   make python        stage the package in $(BUILD)/python/evstream and build
 #                      the extension there (_native.abi3.so) when python3-dev
 #                      is installed; without it, one line says so and the
-#                      pure-Python fallback is staged alone
+#                      pure-Python fallback is staged alone (plain `make`
+#                      does the same, its line of what it left out says so)
 #   make python-test   the pytest suite under both implementations
 #   make bench-python  the Python benchmark (python/bench/bench_py.py)
 #
@@ -23,11 +24,16 @@ PY_EXT     := $(PY_PKG)/_native.abi3.so
 PY_INCLUDE := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 PY_DEV     := $(wildcard $(PY_INCLUDE)/Python.h)
 # the limited API of 3.11 (the buffer protocol is in it): one abi3 build
-PY_CFLAGS  := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -DPy_LIMITED_API=0x030B0000 \
+PY_CFLAGS  := -std=gnu11 $(WARN) $(OPT) $(CFLAGS) -D_GNU_SOURCE -DPy_LIMITED_API=0x030B0000 \
 	      -Iinclude -isystem $(PY_INCLUDE) -fPIC -fvisibility=hidden
 
 .PHONY: python python-nodev python-test bench-python
-all: python
+ifneq ($(PY_DEV),)
+PROGRAMS += $(PY_STAGED) $(PY_EXT)
+else
+PROGRAMS += $(PY_STAGED)
+LEFT_OUT += the Python extension (no Python.h for $(PYTHON): python3-dev; the pure-Python fallback works alone)
+endif
 
 python: $(PY_STAGED) $(if $(PY_DEV),$(PY_EXT),python-nodev)
 
@@ -54,7 +60,7 @@ python-test: python $(BUILD)/evs-dump $(BUILD)/evs-demo
 PY_BENCH_PEER := $(BUILD)/python/bench/evs-pybench-peer
 $(PY_BENCH_PEER): python/bench/peer.c $(BUILD)/libevstream.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< -o $@ $(PROG_LDFLAGS) $(PROG_LDLIBS)
+	$(CC) $(filter-out -MMD -MP,$(PROG_CFLAGS)) $< -o $@ $(PROG_LDFLAGS) $(PROG_LDLIBS)
 
 bench-python: python $(PY_BENCH_PEER)
 	PYTHONPATH=$(abspath $(PY_BUILD)) $(PYTHON) python/bench/bench_py.py --peer $(PY_BENCH_PEER)

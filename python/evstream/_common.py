@@ -30,16 +30,16 @@ class EndOfStream(EOFError):
     """The producer has gone and every event it committed was read."""
 
 
-STATS_FIELDS = (
-    "produced", "committed", "dropped",
-    "dropped_ring_full", "dropped_too_big", "dropped_no_consumer",
-    "dropped_bytes_ring_full", "dropped_bytes_too_big", "dropped_bytes_no_consumer",
-    "released", "wakeups", "ring_bytes", "max_events", "page_size", "hugepages",
-    "connected", "producer_closed", "core", "arms", "membarrier", "producer_died",
-    "tsc_timestamps",
-)
+# enum evs_drop_cause, in order (evs_drop_cause_name())
+DROP_CAUSES = ("ring_full", "too_big", "no_consumer", "no_memory")
 
-DROP_CAUSES = ("ring_full", "too_big", "no_consumer")
+STATS_FIELDS = (
+    ("produced", "committed", "dropped")
+    + tuple("dropped_" + c for c in DROP_CAUSES)
+    + tuple("dropped_bytes_" + c for c in DROP_CAUSES)
+    + ("released", "wakeups", "ring_bytes", "max_events", "page_size", "hugepages",
+       "connected", "producer_closed", "core", "producer_died")
+)
 
 
 class Stats(collections.namedtuple("Stats", STATS_FIELDS)):
@@ -49,7 +49,7 @@ class Stats(collections.namedtuple("Stats", STATS_FIELDS)):
 
     @property
     def dropped_events(self):
-        """Dropped events by cause: {'ring_full': n, 'too_big': n, 'no_consumer': n}."""
+        """Dropped events by cause: {'ring_full': n, 'too_big': n, ...}."""
         return {c: getattr(self, "dropped_" + c) for c in DROP_CAUSES}
 
     @property

@@ -29,8 +29,9 @@ import weakref
 from . import _lib
 
 HAVE_PEEK_NEXT = 1 if _lib.peek_next is not None else 0
-# the library's EVS_CONSUMER_MAX_HELD; one record at a time without peek_next
-MAX_HELD = 64 if HAVE_PEEK_NEXT else 1
+# the library's EVS_CONSUMER_MAX_HELD (evstream.h); one record at a time
+# without peek_next
+MAX_HELD = 65536 if HAVE_PEEK_NEXT else 1
 EVENT_TENSOR_READ = _lib.EVENT_TENSOR_READ
 TENSOR_FIXED_BYTES = _lib.TENSOR_FIXED_BYTES
 
@@ -64,8 +65,7 @@ def _stats(st):
     return _h["stats"](st.produced, st.committed, st.dropped, *st.dropped_events,
                        *st.dropped_bytes, st.released, st.wakeups, st.ring_bytes,
                        st.max_events, st.page_size, st.hugepages, st.connected,
-                       st.producer_closed, st.core, st.arms, st.membarrier, st.producer_died,
-                       st.tsc_timestamps)
+                       st.producer_closed, st.core, st.producer_died)
 
 
 def _parse_core(core):
@@ -93,7 +93,8 @@ def dtype_size(name):
 class _Slot:
     """One record the stream holds, and its lease."""
 
-    __slots__ = ("core", "addr", "seq", "done", "released", "live", "refs", "mv", "__weakref__")
+    __slots__ = ("core", "addr", "seq", "done", "released", "live", "refs", "mv", "keep",
+                 "__weakref__")
 
     def __init__(self, core, addr, seq):
         self.core = core
@@ -104,10 +105,14 @@ class _Slot:
         self.live = 0
         self.refs = None
         self.mv = None
+        self.keep = None
 
-    def exporter(self, off, n):
-        """A new object exporting the ring bytes; counted until it goes."""
+    def exporter(self, event, off, n):
+        """A new object exporting the ring bytes; counted until it goes.
+        While views are alive the event lives too, as the extension's does
+        (each view holds its exporter, the event itself)."""
         exp = (ctypes.c_ubyte * n).from_address(self.addr + off)
+        self.keep = event
         if self.refs is None:
             self.refs = {}
         r = weakref.ref(exp, self._view_gone)
@@ -118,8 +123,10 @@ class _Slot:
     def _view_gone(self, ref):
         del self.refs[id(ref)]
         self.live -= 1
-        if self.released and not self.live:
-            self._finish()
+        if not self.live:
+            self.keep = None
+            if self.released:
+                self._finish()
 
     def end(self):
         if self.released:
@@ -245,7 +252,7 @@ class Event:
             mv = slot.mv()
             if mv is not None:
                 return mv
-        mv = memoryview(slot.exporter(self._off, self.nbytes)).cast("B").toreadonly()
+        mv = memoryview(slot.exporter(self, self._off, self.nbytes)).cast("B").toreadonly()
         slot.mv = weakref.ref(mv)
         return mv
 
@@ -253,7 +260,7 @@ class Event:
         slot = self._slot
         if slot.released:
             raise self._lease_error()
-        mv = memoryview(slot.exporter(self._off, self.nbytes)).cast("B").toreadonly()
+        mv = memoryview(slot.exporter(self, self._off, self.nbytes)).cast("B").toreadonly()
         if self.kind == "tensor":
             return _h["make_array"](mv, self.dtype, self.elem_size, self.shape, bfloat16)
         return _h["make_array"](mv, None, 0, (self.nbytes,), bfloat16)
@@ -405,8 +412,8 @@ class Stream:
                 "np.array(ev.array()))" % core.core)
         return _h["held_error"](
             "core %d: %d records are held by events or views still alive, the most a stream "
-            "may hold (oldest: seq %d); release events or drop their views, or copy what you "
-            "keep" % (core.core, MAX_HELD, core.slots[0].seq if core.slots else -1))
+            "may hold; release events or drop their views, or copy what you keep"
+            % (core.core, MAX_HELD))
 
     def _wait(self, timeout, extra=None):
         """Wait until records may be pending: 0, or -ETIMEDOUT, -EPIPE, -errno."""

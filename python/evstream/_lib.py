@@ -68,17 +68,19 @@ class Record(ctypes.Structure):
     _fields_ = [("hdr", EventHeader), ("data", ctypes.c_void_p)]
 
 
+DROP_CAUSE_COUNT = 4  # enum evs_drop_cause
+
+
 class StreamStats(ctypes.Structure):
     _fields_ = [("sz", ctypes.c_size_t), ("produced", ctypes.c_uint64),
                 ("committed", ctypes.c_uint64), ("dropped", ctypes.c_uint64),
-                ("dropped_events", ctypes.c_uint64 * 3), ("dropped_bytes", ctypes.c_uint64 * 3),
+                ("dropped_events", ctypes.c_uint64 * DROP_CAUSE_COUNT),
+                ("dropped_bytes", ctypes.c_uint64 * DROP_CAUSE_COUNT),
                 ("released", ctypes.c_uint64), ("wakeups", ctypes.c_uint64),
                 ("ring_bytes", ctypes.c_uint64), ("max_events", ctypes.c_uint64),
                 ("page_size", ctypes.c_uint64), ("hugepages", ctypes.c_uint32),
                 ("connected", ctypes.c_uint32), ("producer_closed", ctypes.c_uint32),
-                ("core", ctypes.c_uint32), ("arms", ctypes.c_uint64),
-                ("membarrier", ctypes.c_uint32), ("producer_died", ctypes.c_uint32),
-                ("tsc_timestamps", ctypes.c_uint32)]
+                ("core", ctypes.c_uint32), ("producer_died", ctypes.c_uint32)]
 
 
 class ProducerOpts(ctypes.Structure):

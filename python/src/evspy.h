@@ -65,7 +65,8 @@ typedef struct {
 	int epfd;                  /* owned epoll of eventfd + producer socket, or -1 */
 	PyObject *producer;        /* a Producer object connected to, kept alive */
 	PyObject *name;            /* str or None */
-	struct evspy_slot slots[EVSPY_WINDOW];
+	struct evspy_slot *slots;  /* ring of slot_cap (a power of two), by ticket */
+	uint64_t slot_cap;
 	uint64_t head, tail;       /* tickets of the oldest held record and the next */
 	PyObject *cur;             /* borrowed: the event iteration handed out last */
 	uint64_t next_seq;         /* seq expected next (gap tracking) */
@@ -74,8 +75,7 @@ typedef struct {
 	bool ended;                /* -EPIPE: the producer has gone, all read */
 	bool closed;               /* close() was called */
 	bool threaded;             /* a subscription thread reads it: lock */
-	bool pumping;
-	pthread_mutex_t lock;      /* consumer calls, when threaded */
+	pthread_mutex_t lock;      /* consumer calls and slots, when threaded */
 } StreamObject;
 
 enum evspy_kind { KIND_RAW, KIND_TENSOR, KIND_PRINT, KIND_BAD };

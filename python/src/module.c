@@ -44,33 +44,46 @@ PyObject *evspy_oserror(int err, const char *what, bool detail)
 	return NULL;
 }
 
+/* Stats in evstream/_common.py has a field per cause, named after them */
+_Static_assert(EVS_DROP_CAUSE_COUNT == 4, "evstream._common.DROP_CAUSES names four causes");
+
 PyObject *evspy_stats(const struct evs_stream_stats *st)
 {
+	const uint64_t head[] = { st->produced, st->committed, st->dropped };
+	const uint64_t tail[] = { st->released, st->wakeups, st->ring_bytes, st->max_events,
+				  st->page_size, st->hugepages, st->connected, st->producer_closed,
+				  st->core, st->producer_died };
 	PyObject *args, *res;
+	Py_ssize_t i = 0;
 
 	if (!evspy.stats) {
 		PyErr_SetString(PyExc_RuntimeError, "evstream._native is not bound (import evstream)");
 		return NULL;
 	}
-	args = Py_BuildValue("(KKKKKKKKKKKKKKIIIIKIII)",
-			     (unsigned long long)st->produced, (unsigned long long)st->committed,
-			     (unsigned long long)st->dropped,
-			     (unsigned long long)st->dropped_events[EVS_DROP_RING_FULL],
-			     (unsigned long long)st->dropped_events[EVS_DROP_TOO_BIG],
-			     (unsigned long long)st->dropped_events[EVS_DROP_NO_CONSUMER],
-			     (unsigned long long)st->dropped_bytes[EVS_DROP_RING_FULL],
-			     (unsigned long long)st->dropped_bytes[EVS_DROP_TOO_BIG],
-			     (unsigned long long)st->dropped_bytes[EVS_DROP_NO_CONSUMER],
-			     (unsigned long long)st->released, (unsigned long long)st->wakeups,
-			     (unsigned long long)st->ring_bytes, (unsigned long long)st->max_events,
-			     (unsigned long long)st->page_size, st->hugepages, st->connected,
-			     st->producer_closed, st->core, (unsigned long long)st->arms,
-			     st->membarrier, st->producer_died, st->tsc_timestamps);
+	args = PyTuple_New(3 + 2 * EVS_DROP_CAUSE_COUNT + 10);
 	if (!args)
 		return NULL;
+#define PUT(v)                                                                  \
+	do {                                                                    \
+		PyObject *o_ = PyLong_FromUnsignedLongLong(v);                  \
+		if (!o_ || PyTuple_SetItem(args, i++, o_) < 0)                  \
+			goto fail;                                              \
+	} while (0)
+	for (size_t k = 0; k < 3; k++)
+		PUT(head[k]);
+	for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
+		PUT(st->dropped_events[k]);
+	for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
+		PUT(st->dropped_bytes[k]);
+	for (size_t k = 0; k < sizeof(tail) / sizeof(tail[0]); k++)
+		PUT(tail[k]);
+#undef PUT
 	res = PyObject_CallObject(evspy.stats, args);
 	Py_DECREF(args);
 	return res;
+fail:
+	Py_DECREF(args);
+	return NULL;
 }
 
 /* _bind(Stats, LeaseError, TooManyHeld, EndOfStream, make_array,

@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -56,20 +57,46 @@ static void stream_free_consumer(StreamObject *s)
 	s->fd = -1;
 }
 
-/* Give back, oldest first, every record whose lease has ended; a closed
- * stream lets its consumer go once nothing is held. No Python calls. */
-static void stream_pump(StreamObject *s)
+static inline struct evspy_slot *slot_at(StreamObject *s, uint64_t ticket)
 {
-	if (!s->c)
-		return;
-	stream_lock(s);
-	while (s->head != s->tail && s->slots[s->head % WINDOW].done) {
+	return &s->slots[ticket & (s->slot_cap - 1)];
+}
+
+/* Give back, oldest first, every record whose lease has ended. Locked. */
+static void pump_locked(StreamObject *s)
+{
+	while (s->head != s->tail && slot_at(s, s->head)->done) {
 		evs_consumer__release(s->c);
 		s->head++;
 	}
-	stream_unlock(s);
+}
+
+/* A closed stream lets its consumer go once nothing is held. */
+static void stream_maybe_free(StreamObject *s)
+{
 	if (s->closed && s->head == s->tail)
 		stream_free_consumer(s);
+}
+
+/* Room for one more slot: the ring doubles, up to the window. Locked. */
+static int slots_reserve(StreamObject *s)
+{
+	uint64_t cap = s->slot_cap * 2;
+	struct evspy_slot *to;
+
+	if (s->tail - s->head < s->slot_cap)
+		return 0;
+	if (s->tail - s->head >= WINDOW)
+		return -ENOBUFS;
+	to = calloc(cap, sizeof(*to));
+	if (!to)
+		return -ENOMEM;
+	for (uint64_t t = s->head; t != s->tail; t++)
+		to[t & (cap - 1)] = *slot_at(s, t);
+	free(s->slots);
+	s->slots = to;
+	s->slot_cap = cap;
+	return 0;
 }
 
 /* The record handed out after the last one (peek_next), into a new slot.
@@ -79,16 +106,15 @@ int evspy_stream_take(StreamObject *s, struct evs_record *rec, uint64_t *ticket)
 	int r;
 
 	stream_lock(s);
-	if (s->tail - s->head >= WINDOW)
-		r = -ENOBUFS;
-	else
+	r = slots_reserve(s);
+	if (r == 0)
 #if EVSPY_HAVE_PEEK_NEXT
 		r = evs_consumer__peek_next(s->c, rec);
 #else
 		r = evs_consumer__peek(s->c, rec);
 #endif
 	if (r == 0) {
-		struct evspy_slot *slot = &s->slots[s->tail % WINDOW];
+		struct evspy_slot *slot = slot_at(s, s->tail);
 
 		slot->event = NULL;
 		slot->done = false;
@@ -108,14 +134,27 @@ int evspy_stream_prepare_wait(StreamObject *s)
 	return r;
 }
 
-/* A record whose lease ended with no view alive: its slot may go back. */
+static void slot_attach(StreamObject *s, uint64_t ticket, PyObject *ev)
+{
+	stream_lock(s);
+	slot_at(s, ticket)->event = ev;
+	stream_unlock(s);
+}
+
+/* A record whose lease ended with no view alive: give back what can go. */
 static void slot_done(StreamObject *s, uint64_t ticket)
 {
-	struct evspy_slot *slot = &s->slots[ticket % WINDOW];
+	struct evspy_slot *slot;
 
+	if (!s->c)
+		return;
+	stream_lock(s);
+	slot = slot_at(s, ticket);
 	slot->event = NULL;
 	slot->done = true;
-	stream_pump(s);
+	pump_locked(s);
+	stream_unlock(s);
+	stream_maybe_free(s);
 }
 
 /* ------------------------------------------------------------ events */
@@ -204,7 +243,7 @@ PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_
 	s->lost += ev->gap;
 	s->next_seq = rec->hdr.seq + 1;
 	s->seen = true;
-	s->slots[ticket % WINDOW].event = (PyObject *)ev;
+	slot_attach(s, ticket, (PyObject *)ev);
 
 	if (rec->hdr.type == EVS_EVENT_TENSOR_READ) {
 		struct evs_tensor_info info;
@@ -646,9 +685,8 @@ static PyObject *held_error(StreamObject *s)
 	else
 		PyErr_Format(evspy.held_error ? evspy.held_error : PyExc_BufferError,
 			     "core %u: %d records are held by events or views still alive, the most a "
-			     "stream may hold (oldest: ticket %llu); release events or drop their "
-			     "views, or copy what you keep", s->core, WINDOW,
-			     (unsigned long long)s->head);
+			     "stream may hold; release events or drop their views, or copy what you "
+			     "keep", s->core, WINDOW);
 	return NULL;
 }
 
@@ -841,25 +879,32 @@ static PyObject *stream_fileno(PyObject *self, PyObject *unused)
 /* End every lease; the consumer goes once no view holds a record. */
 void evspy_stream_shut(StreamObject *s)
 {
-	PyObject *evs[WINDOW];
-	int n = 0;
+	PyObject **evs;
+	uint64_t n = 0;
 
 	if (s->closed)
 		return;
 	s->closed = true;
-	for (uint64_t t = s->head; t != s->tail; t++) {
-		PyObject *e = s->slots[t % WINDOW].event;
+	if (!s->c)
+		return;
+	evs = PyMem_Malloc((size_t)(s->tail - s->head + 1) * sizeof(*evs));
+	stream_lock(s);
+	for (uint64_t t = s->head; evs && t != s->tail; t++) {
+		PyObject *e = slot_at(s, t)->event;
 
 		if (e) {
 			Py_INCREF(e);
 			evs[n++] = e;
 		}
 	}
-	for (int i = 0; i < n; i++) {
+	stream_unlock(s);
+	/* without memory for the list: the leases end with their events */
+	for (uint64_t i = 0; i < n; i++) {
 		evspy_event_end((EventObject *)evs[i]);
 		Py_DECREF(evs[i]);
 	}
-	stream_pump(s);
+	PyMem_Free(evs);
+	stream_maybe_free(s);
 }
 
 static PyObject *stream_close(PyObject *self, PyObject *unused)
@@ -959,6 +1004,7 @@ static void stream_dealloc(PyObject *self)
 
 	/* every event holds a reference: none is alive, nothing is held */
 	stream_free_consumer(s);
+	free(s->slots);
 	Py_XDECREF(s->producer);
 	Py_XDECREF(s->name);
 	pthread_mutex_destroy(&s->lock);
@@ -1116,13 +1162,18 @@ StreamObject *evspy_stream_open(PyObject *producer, unsigned int core, double ti
 	s->producer = keep;
 	s->name = name_obj;
 	s->head = s->tail = 0;
-	memset(s->slots, 0, sizeof(s->slots));
+	s->slot_cap = 64;
+	s->slots = calloc(s->slot_cap, sizeof(*s->slots));
 	s->cur = NULL;
 	s->next_seq = s->lost = 0;
-	s->seen = s->ended = s->closed = s->threaded = s->pumping = false;
+	s->seen = s->ended = s->closed = s->threaded = false;
 	pthread_mutex_init(&s->lock, NULL);
 	s->epfd = -1;
 	s->fd = evs_consumer__fd(c);
+	if (!s->slots) {
+		Py_DECREF(s);
+		return (StreamObject *)PyErr_NoMemory();
+	}
 	if (evs_consumer__hup_fd(c) >= 0) {
 		/* one fd for select/asyncio: the eventfd or the producer's hang-up */
 		struct epoll_event e = { .events = EPOLLIN };

@@ -114,7 +114,8 @@ def test_stats_gaps_and_drops_are_visible(name):
         p.emit(0, 7, b"x")  # still full
         st = s.stats
         assert (st.committed, st.dropped, st.dropped_ring_full) == (4, 7, 7)
-        assert st.dropped_events == {"ring_full": 7, "too_big": 0, "no_consumer": 0}
+        assert st.dropped_events == {"ring_full": 7, "too_big": 0, "no_consumer": 0,
+                                     "no_memory": 0}
         for _ in range(4):
             with s.read(5):
                 pass
