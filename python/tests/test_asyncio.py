@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: MIT
+"""asyncio: `async for ev in evstream.aconnect(...)`, and a Stream's fd in
+loop.add_reader."""
+import asyncio
+import threading
+
+import numpy as np
+
+import evstream
+
+
+def test_async_for_until_the_producer_closes(producer, name):
+    async def main():
+        got = []
+        async with evstream.aconnect(name, 1) as s:
+            def emit():
+                for i in range(30):
+                    producer.emit_tensor(1, "x%d" % i, np.full(3, i, np.int16))
+                producer.close()
+            threading.Timer(0.05, emit).start()
+            async for ev in s:
+                got.append((ev.seq, ev.prefix, int(ev.array()[0])))
+        return got
+    assert asyncio.run(main()) == [(i, "x%d" % i, i) for i in range(30)]
+
+
+def test_async_read_with_timeout(producer, name):
+    async def main():
+        s = await evstream.aconnect(name, 0)
+        assert s.stream.core == 0
+        assert await s.read(0.05) is None
+        asyncio.get_running_loop().call_later(0.05, producer.emit, 0, 6, b"later")
+        ev = await s.read(30)
+        data = bytes(ev.data)
+        s.close()
+        return data
+    assert asyncio.run(main()) == b"later"
+
+
+def test_add_reader_on_the_stream_fd(producer, name):
+    async def main():
+        loop = asyncio.get_running_loop()
+        s = evstream.connect(name, 0)
+        got = []
+        done = loop.create_future()
+
+        def readable():
+            while True:
+                ev = s.read(0)          # arms the wakeup when empty
+                if ev is None:
+                    return
+                with ev:
+                    got.append(bytes(ev.data))
+                if len(got) == 5 and not done.done():
+                    done.set_result(None)
+
+        assert s.read(0) is None
+        loop.add_reader(s.fileno(), readable)
+        for i in range(5):
+            loop.call_later(0.01 * i, producer.emit, 0, 6, b"%d" % i)
+        await asyncio.wait_for(done, 30)
+        loop.remove_reader(s.fileno())
+        s.close()
+        return got
+    assert asyncio.run(main()) == [b"0", b"1", b"2", b"3", b"4"]
