@@ -3,6 +3,7 @@
 # package: run.sh native|fallback. native.sh and fallback.sh are the two
 # entries `make test` runs. Exit 77 with a SKIP line when what the run
 # needs is missing (pytest or NumPy for $PYTHON, or the extension).
+# Extra arguments go to pytest (test files first: only those run).
 set -u
 impl=${1:?usage: run.sh native|fallback [pytest args]}
 shift
@@ -26,4 +27,7 @@ export EVS_BUILD=$PWD/$BUILD
 export EVSTREAM_RUNTIME_DIR=$run
 export PYTHONDONTWRITEBYTECODE=1
 echo "pytest: the evstream package, $impl implementation, $("$PY" -V 2>&1) ($PY)"
-"$PY" -m pytest -q -rs -p no:cacheprovider python/tests "$@"
+# run.sh IMPL [tests or pytest options]: the whole suite unless tests are named
+paths=python/tests
+[ $# -gt 0 ] && [ -e "${1%%::*}" ] && paths=
+"$PY" -m pytest -q -rs -p no:cacheprovider $paths "$@"

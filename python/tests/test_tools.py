@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: MIT
+"""python3 -m evstream compare (golden compare of two evs-dump
+directories: exit 0/1/2) and tail (a live view with gaps and drops)."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import PY, env, tool, unique
+
+NPY = {"float32": "<f4", "float64": "<f8", "bfloat16": "<u2", "int32": "<i4", "float16": "<f2"}
+
+
+def write_dump(d, tensors):
+    """An evs-dump directory: tensors are (core, prefix, dtype, array)."""
+    d.mkdir()
+    seqs = {}
+    with open(d / "index.jsonl", "w") as idx:
+        for core, prefix, dtype, a in tensors:
+            seq = seqs.get(core, 0)
+            seqs[core] = seq + 1
+            rel = "c%d/%012d.npy" % (core, seq)
+            (d / ("c%d" % core)).mkdir(exist_ok=True)
+            np.save(d / rel, a)
+            idx.write(json.dumps({"seq": seq, "core": core, "ts_ns": 0, "gap": 0,
+                                  "kind": "tensor", "pipe": 1, "dtype": dtype,
+                                  "npy_dtype": NPY[dtype], "shape": list(a.shape),
+                                  "bytes": a.nbytes, "file": rel, "prefix": prefix}) + "\n")
+            if seq == 0:
+                idx.write(json.dumps({"seq": 99, "core": core, "kind": "print", "pipe": 1,
+                                      "dtype": None, "prefix": "a print", "file": None}) + "\n")
+
+
+def compare(*args):
+    r = subprocess.run([PY, "-m", "evstream", "compare", *map(str, args)], env=env(),
+                       capture_output=True, text=True, timeout=300)
+    return r.returncode, r.stdout, r.stderr
+
+
+def model(scale=1.0):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    return [(0, "embed", "float32", x), (0, "ffn.out", "float32", x @ x.T * scale),
+            (1, "logits", "float64", np.linspace(-1, 1, 10)), (1, "ids", "int32",
+                                                               np.arange(5, dtype=np.int32))]
+
+
+def test_identical_dumps_match(tmp_path):
+    write_dump(tmp_path / "a", model())
+    write_dump(tmp_path / "b", model())
+    rc, out, err = compare(tmp_path / "a", tmp_path / "b")
+    assert rc == 0, err
+    assert "all 4 tensors match" in out and "first divergence" not in out
+
+
+def test_the_first_divergence_is_reported_with_its_worst_element(tmp_path):
+    a = model()
+    b = model()
+    bad = b[1][3].copy()
+    bad[2, 1] += 0.5
+    b[1] = (0, "ffn.out", "float32", bad)
+    b[2] = (1, "logits", "float64", b[2][3] * 1.01)
+    write_dump(tmp_path / "a", a)
+    write_dump(tmp_path / "b", b)
+    rc, out, err = compare(tmp_path / "a", tmp_path / "b")
+    assert rc == 1, err
+    first = out.split("first divergence: ", 1)[1].splitlines()
+    assert first[0].startswith("core 0 seq 1 'ffn.out' (A) / seq 1 (B), float32 vs float32")
+    assert "max abs err 0.5 at index (2, 1)" in first[1] and "pcc" in first[1]
+    assert "2 of 4 tensors diverge" in out
+    assert "DIVERGES" in out
+    # tolerances: atol covers both; PCC alone passes them too
+    assert compare(tmp_path / "a", tmp_path / "b", "--atol", "0.6")[0] == 0
+    assert compare(tmp_path / "a", tmp_path / "b", "--pcc", "0.99")[0] == 0
+    assert compare(tmp_path / "a", tmp_path / "b", "--pcc", "0.999999999")[0] == 1
+
+
+def test_bfloat16_against_a_float32_golden(tmp_path):
+    golden = np.array([[1.0, -2.5], [3.140625, 1e-3]], np.float32)
+    bits = (golden.view(np.uint32) >> 16).astype(np.uint16)   # truncated to bfloat16
+    write_dump(tmp_path / "dev", [(0, "h", "bfloat16", bits)])
+    write_dump(tmp_path / "gold", [(0, "h", "float32", golden)])
+    rc, out, _ = compare(tmp_path / "dev", tmp_path / "gold", "--rtol", "1e-2")
+    assert rc == 0 and "all 1 tensors match" in out
+    rc, out, _ = compare(tmp_path / "dev", tmp_path / "gold")
+    assert rc == 1 and "bfloat16 vs float32" in out
+
+
+def test_nan_and_inf(tmp_path):
+    x = np.array([np.nan, np.inf, 1.0], np.float32)
+    y = np.array([np.nan, np.inf, 1.0], np.float32)
+    z = np.array([1.0, np.inf, 1.0], np.float32)
+    write_dump(tmp_path / "a", [(0, "t", "float32", x)])
+    write_dump(tmp_path / "b", [(0, "t", "float32", y)])
+    write_dump(tmp_path / "c", [(0, "t", "float32", z)])
+    assert compare(tmp_path / "a", tmp_path / "b")[0] == 0
+    rc, out, _ = compare(tmp_path / "a", tmp_path / "c")
+    assert rc == 1 and "max abs err inf at index (0,)" in out
+
+
+def test_bad_input_is_named_exit_2(tmp_path):
+    write_dump(tmp_path / "a", model())
+    rc, _, err = compare(tmp_path / "a", tmp_path / "nope")
+    assert rc == 2 and "nope: no such directory" in err
+    b = model()
+    b[0] = (0, "embed", "float32", b[0][3].reshape(8, 4))
+    write_dump(tmp_path / "b", b)
+    rc, _, err = compare(tmp_path / "a", tmp_path / "b")
+    assert rc == 2 and "shapes differ: core 0 seq 0 'embed' is (4, 8) in A" in err \
+        and "(8, 4) in B" in err
+    write_dump(tmp_path / "c", model()[:3])
+    rc, _, err = compare(tmp_path / "a", tmp_path / "c")
+    assert rc == 2 and "do not line up" in err and "'ids'" in err and "only in A" in err
+    write_dump(tmp_path / "d", model())
+    (tmp_path / "d" / "c1" / "000000000001.npy").unlink()
+    rc, _, err = compare(tmp_path / "a", tmp_path / "d")
+    assert rc == 2 and "c1/000000000001.npy" in err and "'ids'" in err
+    (tmp_path / "e").mkdir()
+    rc, _, err = compare(tmp_path / "a", tmp_path / "e")
+    assert rc == 2 and "not an evs-dump directory" in err
+    rc, _, err = compare(tmp_path / "a", tmp_path / "a", "--atol", "-1")
+    assert rc == 2 and "--atol -1.0: allowed is a number >= 0" in err
+
+
+def demo_dump(procs, out, seed, extra=()):
+    name = unique("cmp")
+    demo = procs.start([tool("evs-demo"), "--name", name, "--cores", "2", "--events", "150",
+                        "--rate", "3000", "--seed", str(seed), *extra],
+                       stderr=subprocess.DEVNULL)
+    dump = procs.start([tool("evs-dump"), "--output", str(out), "--wait", "30", "--no-print",
+                        "--quiet", name])
+    assert dump.wait(120) == 0 and demo.wait(60) == 0
+
+
+def test_two_dumps_of_the_simulated_runtime(procs, tmpdir_fast):
+    demo_dump(procs, tmpdir_fast / "a", 5)
+    demo_dump(procs, tmpdir_fast / "b", 5)
+    rc, out, err = compare(tmpdir_fast / "a", tmpdir_fast / "b")
+    assert rc == 0, out + err
+    # one element of one float32 tensor of B off by 1.0
+    b = tmpdir_fast / "b"
+    for line in open(b / "index.jsonl"):
+        j = json.loads(line)
+        if j["kind"] == "tensor" and j["dtype"] == "float32" and j["bytes"] >= 8:
+            break
+    a = np.load(b / j["file"])
+    a.flat[1] += 1.0
+    np.save(b / j["file"], a)
+    rc, out, err = compare(tmpdir_fast / "a", b)
+    assert rc == 1, out + err
+    where = str(np.unravel_index(1, a.shape)) if a.ndim > 1 else "(1,)"
+    assert "first divergence: core %d seq %d %r" % (j["core"], j["seq"], j["prefix"]) in out
+    assert "max abs err 1 at index %s" % where in out
+    assert " 1 of " in out and "tensors diverge" in out
+
+
+def test_tail_shows_events_gaps_and_drops(procs):
+    name = unique("tail")
+    # core 1 overruns its small ring with a burst: gaps and ring_full drops
+    demo = procs.start([tool("evs-demo"), "--name", name, "--cores", "2", "--events", "400",
+                        "--rate", "2000", "--ring", "64K", "--burst-at", "100", "--burst", "300"],
+                       stderr=subprocess.DEVNULL)
+    r = subprocess.run([PY, "-m", "evstream", "tail", name, "--wait", "30", "--width", "40"],
+                       env=env(), capture_output=True, text=True, timeout=300)
+    assert demo.wait(60) == 0
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert any(line.startswith("c0   seq 0 ") for line in lines)
+    assert any("tensor" in line and "[" in line for line in lines)
+    assert any(line.startswith("c1   -- gap: ") for line in lines), r.stdout[-2000:]
+    assert any(line.startswith("c1   -- drops: ring_full +") for line in lines)
+    assert "producer" in r.stderr and "closed" in r.stderr
+    assert r.stderr.splitlines()[-2].split()[0] == "0"   # the summary table, core 0
+
+
+def test_tail_and_compare_usage_errors():
+    r = subprocess.run([PY, "-m", "evstream", "tail", "no-such-producer", "--wait", "0"],
+                       env=env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "no-such-producer" in r.stderr
+    r = subprocess.run([PY, "-m", "evstream", "frobnicate"], env=env(), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr
+
+
+@pytest.mark.parametrize("cmd", ["tail", "compare"])
+def test_help(cmd):
+    r = subprocess.run([PY, "-m", "evstream", cmd, "--help"], env=env(), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "usage: python3 -m evstream " + cmd in r.stdout

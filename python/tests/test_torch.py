@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: MIT
+"""evstream.torch.watch: forward hooks on a small model built here (no
+downloaded weights) emit every module's output; evs-dump, a separate
+process, writes them; every .npy equals the module's output byte for
+byte."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import evstream
+from conftest import tool, unique
+
+torch = pytest.importorskip(
+    "torch", reason="PyTorch is not installed for this Python (python3-torch; make deps): "
+                    "the hook test cannot run")
+import evstream.torch as evs_torch  # noqa: E402
+
+
+class Transpose(torch.nn.Module):
+    def forward(self, x):
+        return x.t()                       # a non-contiguous view
+
+
+class Pair(torch.nn.Module):
+    def forward(self, x):
+        return x[:, ::2], {"mean": x.mean(dim=0), "ids": x.argmax(dim=1)}
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.act = torch.nn.GELU()
+        self.fc2 = torch.nn.Linear(16, 6)
+        self.tr = Transpose()
+        self.pair = Pair()
+        self.bf = torch.nn.Linear(6, 4).to(torch.bfloat16)
+        self.f16 = torch.nn.Sequential(torch.nn.Identity())
+
+    def forward(self, x):
+        y = self.fc2(self.act(self.fc1(x)))
+        t = self.tr(y)
+        p = self.pair(y)
+        b = self.bf(y.to(torch.bfloat16))
+        h = self.f16(y.to(torch.float16))
+        return t, p, b, h
+
+
+def flatten(prefix, out, into):
+    if isinstance(out, torch.Tensor):
+        into.append((prefix, out.detach().clone()))
+    elif isinstance(out, (tuple, list)):
+        for i, o in enumerate(out):
+            flatten("%s[%d]" % (prefix, i), o, into)
+    elif isinstance(out, dict):
+        for k, o in out.items():
+            flatten("%s.%s" % (prefix, k), o, into)
+
+
+def expected_bytes(t):
+    if t.dtype == torch.bfloat16:
+        t = t.view(torch.int16)
+    return t.contiguous().numpy().tobytes()
+
+
+def test_watch_a_model_and_dump_every_output(procs, tmpdir_fast):
+    torch.manual_seed(0)
+    model = Net().eval()
+    x = torch.randn(3, 8)
+    name = unique("torch")
+    out_dir = tmpdir_fast / "dump"
+    with evstream.Producer(name, 1) as p:
+        dump = procs.start([tool("evs-dump"), "--output", str(out_dir), "--wait", "30",
+                            "--no-print", "--quiet", name])
+        assert p.wait_connected(timeout=60), "evs-dump did not connect"
+        # what each module returned, recorded by a hook of our own, in call order
+        seen = []
+        rec = [m.register_forward_hook(
+            lambda m, i, o, n=(n or "model"): flatten(n, o, seen))
+            for n, m in model.named_modules()]
+        with evs_torch.watch(model, p, core=0) as w:
+            with torch.no_grad():
+                model(x)
+        for h in rec:
+            h.remove()
+        with torch.no_grad():
+            model(x)                       # hooks removed: nothing more is emitted
+        assert w.dropped == 0 and w.emitted == len(seen)
+    assert dump.wait(120) == 0
+    lines = [json.loads(line) for line in open(out_dir / "index.jsonl")]
+    assert [ln["prefix"] for ln in lines] == [n for n, _ in seen]
+    names = {ln["prefix"] for ln in lines}
+    assert {"fc1", "act", "tr", "pair[0]", "pair[1].mean", "pair[1].ids", "bf", "f16.0",
+            "model[0]", "model[1][1].ids", "model[2]", "model[3]"} <= names
+    for ln, (prefix, t) in zip(lines, seen):
+        assert ln["kind"] == "tensor" and ln["gap"] == 0
+        assert ln["dtype"] == str(t.dtype).replace("torch.", "")
+        assert tuple(ln["shape"]) == tuple(t.shape)
+        data = np.load(out_dir / ln["file"])
+        assert data.tobytes() == expected_bytes(t), prefix
+    assert any(not t.is_contiguous() for _, t in seen)   # strided outputs among them
+
+
+def test_dtypes_without_a_name_are_refused():
+    with evstream.Producer(None, 1) as p:
+        with pytest.raises(TypeError, match="dtype torch.complex64 has no evstream name"):
+            evs_torch.emit_tensor(p, 0, "c", torch.zeros(2, dtype=torch.complex64))
