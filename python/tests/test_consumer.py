@@ -217,3 +217,27 @@ def test_a_producer_that_dies_is_drained_then_ends(procs):
     assert seqs == list(range(50))
     assert s.stats.producer_died == 1
     s.close()
+
+
+def test_ctrl_c_interrupts_a_waiting_iteration(procs, name):
+    """SIGINT reaches a loop waiting for events: KeyboardInterrupt, promptly."""
+    import subprocess
+    import sys
+    import time
+    from conftest import env
+    with evstream.Producer(name, 1, ring_bytes=1 << 20):
+        child = procs.start([sys.executable, "-c",
+                             "import evstream\n"
+                             "s = evstream.connect(%r, 0)\n"
+                             "try:\n"
+                             "    print('waiting', flush=True)\n"
+                             "    for ev in s:\n"
+                             "        pass\n"
+                             "except KeyboardInterrupt:\n"
+                             "    print('interrupted', flush=True)\n" % name],
+                            env=env(), stdout=subprocess.PIPE, text=True)
+        assert child.stdout.readline().strip() == "waiting"
+        time.sleep(0.2)          # most likely in its wait by now; either way it is caught
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=60)
+        assert out.strip() == "interrupted" and child.returncode == 0
