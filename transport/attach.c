@@ -82,12 +82,14 @@ static int file_size_is(int fd, uint64_t size)
 	return fstat(fd, &st) == 0 && (uint64_t)st.st_size == size;
 }
 
-/* A file the producer could still shrink would turn our reads into SIGBUS. */
-static bool size_is_sealed(int fd)
+/* A file the producer could still shrink, or free pages of (a punched
+ * hole refaults, from an empty huge-page pool as SIGBUS), would turn our
+ * reads into SIGBUS. */
+static bool sealed_with(int fd, int want)
 {
 	int seals = fcntl(fd, F_GET_SEALS);
 
-	return seals >= 0 && (seals & F_SEAL_SHRINK);
+	return seals >= 0 && (seals & want) == want;
 }
 
 /* Map the stream and check the producer's identity page against what the
@@ -101,9 +103,12 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t r
 
 	if ((page_size != 4096 && page_size != EVS_HUGE_PAGE) || ring_bytes < page_size ||
 	    ring_bytes % page_size || ring_bytes > (1ULL << 46) ||
-	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES) ||
-	    !size_is_sealed(data_fd) || !size_is_sealed(ctl_fd))
+	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES))
 		return evs_fail(EBADMSG, "stream of core %u: sizes do not match the shared files", core);
+	if (!sealed_with(ctl_fd, F_SEAL_SHRINK | F_SEAL_GROW) ||
+	    !sealed_with(data_fd, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE))
+		return evs_fail(EBADMSG, "stream of core %u: the shared files lack their seals "
+				"(shrink and grow; the ring also future-write)", core);
 	err = evs_map_attach(&c->map, ctl_fd, data_fd, ring_bytes, page_size, false);
 	if (err)
 		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));

@@ -56,10 +56,12 @@ static __always_inline void stream_refresh_cons(struct evs_stream *s)
 	evs_stream_set_limits(s);
 }
 
-/* Two compares against bounds kept up to date off the fast path. */
+/* Two compares against bounds kept up to date off the fast path; as
+ * differences, so that they hold across the wrap of 64-bit counts:
+ * prod_pos <= room_end and committed <= events_end always. */
 static __always_inline bool stream_has_room(const struct evs_stream *s, uint64_t len)
 {
-	return s->prod_pos + len <= s->room_end && s->committed < s->events_end;
+	return s->room_end - s->prod_pos >= len && s->committed != s->events_end;
 }
 
 /*
