@@ -223,21 +223,40 @@ static int child_sleeps_until_woken(struct evs_consumer *c)
 	return read_n(c, 0, 1);
 }
 
-static int child_checks_fd_is_eventfd(struct evs_consumer *c)
+static bool fd_is(int fd, const char *what)
 {
 	char path[64], link[64] = "";
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", evs_consumer__fd(c));
-	if (readlink(path, link, sizeof(link) - 1) < 0 || strcmp(link, "anon_inode:[eventfd]"))
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return readlink(path, link, sizeof(link) - 1) > 0 && !strcmp(link, what);
+}
+
+/* the stream fd of a consumer in another process: one epoll set holding
+ * the eventfd and the socket, close-on-exec */
+static int child_checks_fd_is_an_epoll_set(struct evs_consumer *c)
+{
+	int fd = evs_consumer__fd(c);
+
+	if (!fd_is(fd, "anon_inode:[eventpoll]") || !(fcntl(fd, F_GETFD) & FD_CLOEXEC))
 		return 2;
 	return 0;
+}
+
+/* The eventfd the handshake handed this process (a hostile consumer has
+ * it in its fd table whatever the library shows). */
+static int handed_eventfd(void)
+{
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd_is(fd, "anon_inode:[eventfd]"))
+			return fd;
+	return -1;
 }
 
 /* arms, then clears O_NONBLOCK on the shared eventfd and fills its counter */
 static int child_tries_to_block_producer(struct evs_consumer *c)
 {
 	uint64_t full = 0xfffffffffffffffeull;
-	int fd = evs_consumer__fd(c);
+	int fd = handed_eventfd();
 
 	if (evs_consumer__prepare_wait(c) != 0 || fcntl(fd, F_SETFL, 0) < 0 ||
 	    write(fd, &full, 8) != 8 || !child_says_ready())
@@ -481,15 +500,16 @@ START_TEST(test_xproc_eventfd_wakes_other_process)
 }
 END_TEST
 
-/* The stream fd is an eventfd, handed to the other process. */
-START_TEST(test_xproc_stream_fd_is_an_eventfd)
+/* The stream fd of another process's consumer is one epoll set of the
+ * eventfd and the socket: records and the producer's end both wake it. */
+START_TEST(test_xproc_stream_fd_is_an_epoll_set)
 {
 	const char *name = evs_test_name("efd");
 	struct evs_producer *p = evs_producer__new(name, 1, NULL);
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	pid = spawn_consumer(name, 0, child_checks_fd_is_eventfd, false);
+	pid = spawn_consumer(name, 0, child_checks_fd_is_an_epoll_set, false);
 	ck_assert_int_eq(exit_code(pid), 0);
 	evs_producer__free(p);
 }
@@ -531,7 +551,7 @@ int main(void)
 	tcase_add_test(tc, test_xproc_producer_crash_drains_then_epipe);
 	tcase_add_test(tc, test_xproc_eventfd_wakes_other_process);
 	tcase_add_test(tc, test_xproc_busy_peeker_sees_producer_crash);
-	tcase_add_test(tc, test_xproc_stream_fd_is_an_eventfd);
+	tcase_add_test(tc, test_xproc_stream_fd_is_an_epoll_set);
 	tcase_add_test(tc, test_xproc_hostile_consumer_cannot_block_producer);
 	suite_add_tcase(s, tc);
 	return evs_run_suite(s);

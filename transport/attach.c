@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 
 #include "attach.h"
@@ -39,12 +40,16 @@ bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
 {
 	bool use_membarrier = consumer_membarrier && s->owner->membarrier;
 
-	/* a kick left over from a previous consumer would be a spurious wakeup */
+	/* a kick left over from a previous consumer would be a spurious wakeup
+	 * (one still on its way is the consumer's to drop: prepare_wait) */
 	evs_efd_drain(s->efd);
-	/* relaxed: ordered before the producer's next emit by active below; a
-	 * commit already in flight is covered by the consumer's membarrier()
-	 * at attach (evs_consumer_map) */
+	/* relaxed: ordered before the producer's next emit by active below */
 	WRITE_ONCE(&s->fence, !use_membarrier);
+	/* a commit already in flight may have skipped its fence under the
+	 * previous consumer's rules: make its prod_pos visible before the new
+	 * consumer looks, whichever way that one arms */
+	if (s->owner->membarrier)
+		evs_membarrier();
 	/* the consumer starts armed: the first commit wakes it, so a client
 	 * that polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
@@ -123,12 +128,6 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t r
 		return evs_fail(EBADMSG, "stream of core %u: bad identity (magic, ABI %u, sizes)",
 				core, abi);
 	}
-	/* a commit in flight when we were attached may have skipped its fence
-	 * under the previous consumer's rules: make its prod_pos visible */
-	if (membarrier && (err = evs_membarrier()) < 0) {
-		evs_map_detach(&c->map);
-		return evs_fail(-err, "membarrier: %s", evs_strerror(err));
-	}
 	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with evs_stream_publish() */
 	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
 	if (prod_pos - cons_pos > ring_bytes || (prod_pos | cons_pos) % EVS_RECORD_ALIGN) {
@@ -146,7 +145,6 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t r
 	c->prod_cache = cons_pos;
 	c->released = READ_ONCE(&c->map.cons->released);
 	c->core = core;
-	c->armed = true; /* evs_stream_activate() armed the wait word */
 	c->membarrier = membarrier;
 	return 0;
 }
@@ -165,6 +163,7 @@ static int connect_local(struct evs_consumer *c, struct evs_producer *p, unsigne
 	s = &p->streams[core];
 	if (evs_stream_claim(s))
 		return evs_fail(EBUSY, "core %u already has a consumer", core);
+	/* the stream's own eventfd: the producer's free wakes it too */
 	c->efd = fcntl(s->efd, F_DUPFD_CLOEXEC, 0);
 	if (c->efd < 0) {
 		err = -errno;
@@ -172,14 +171,24 @@ static int connect_local(struct evs_consumer *c, struct evs_producer *p, unsigne
 		return err;
 	}
 	err = evs_consumer_map(c, s->backing.ctl_fd, s->backing.data_ro_fd, s->backing.ring_bytes,
-			   s->backing.page_size, core, evs_stream_activate(s, evs_membarrier_usable()));
+			       s->backing.page_size, core,
+			       evs_stream_activate(s, evs_membarrier_usable()));
 	if (err) {
 		evs_stream_release_claim(s);
 		return err;
 	}
+	c->wait_fd = c->efd;
 	c->local = s;
 	s->local = c;
+	evs_consumer_arm_at_start(c);
 	return 0;
+}
+
+static int epoll_add(int ep, int fd, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.fd = fd };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
 /* A producer of another process: the handshake hands over its memory
@@ -205,7 +214,26 @@ static int connect_remote(struct evs_consumer *c, const char *name, unsigned int
 	}
 	c->efd = fds[EVS_WELCOME_EVENT_FD];
 	c->sock = sock;
+	/* one fd to wait on for both records and the producer's end: a dead
+	 * producer cannot write the eventfd, but its socket hangs up */
+	c->wait_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->wait_fd < 0 || epoll_add(c->wait_fd, c->efd, EPOLLIN) ||
+	    epoll_add(c->wait_fd, c->sock, EPOLLIN | EPOLLRDHUP))
+		return evs_fail(errno, "epoll for the stream fd of core %u: %s", core,
+				strerror(errno));
+	evs_consumer_arm_at_start(c);
 	return 0;
+}
+
+static void consumer_close_fds(struct evs_consumer *c)
+{
+	if (c->wait_fd >= 0 && c->wait_fd != c->efd)
+		close(c->wait_fd);
+	if (c->efd >= 0)
+		close(c->efd);
+	/* closing the socket is the hang-up the producer's server sees */
+	if (c->sock >= 0)
+		close(c->sock);
 }
 
 EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned int core,
@@ -213,6 +241,7 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 {
 	struct evs_consumer *c;
 	struct evs_producer *p;
+	bool use_membarrier;
 	int err;
 
 	evs_clear_errmsg();
@@ -227,7 +256,10 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 		err = -ENOMEM;
 		goto err_out;
 	}
-	c->efd = c->sock = -1;
+	c->efd = c->sock = c->wait_fd = -1;
+	err = evs_env_membarrier(&use_membarrier);
+	if (err)
+		goto err_free;
 
 	evs_registry_lock();
 	p = evs_registry_find(name);
@@ -250,8 +282,8 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 	return c;
 
 err_free:
-	if (c->efd >= 0)
-		close(c->efd);
+	evs_map_detach(&c->map);
+	consumer_close_fds(c);
 	free(c);
 err_out:
 	errno = -err;
@@ -271,10 +303,6 @@ EVS_API void evs_consumer__free(struct evs_consumer *c)
 	evs_registry_unlock();
 	evs_map_detach(&c->map);
 	free(c->held_len);
-	if (c->efd >= 0)
-		close(c->efd);
-	/* closing the socket is the hang-up the producer's server sees */
-	if (c->sock >= 0)
-		close(c->sock);
+	consumer_close_fds(c);
 	free(c);
 }

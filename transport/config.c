@@ -78,6 +78,22 @@ int evs_env_u64(const char *var, uint64_t min, uint64_t max, const char *what, u
 	return 1;
 }
 
+/* EVSTREAM_MEMBARRIER: auto (default: where the kernel allows it) or off
+ * (a fence per commit instead of membarrier() wakeups). */
+int evs_env_membarrier(bool *use)
+{
+	const char *v = getenv("EVSTREAM_MEMBARRIER");
+
+	*use = true;
+	if (!v || !strcasecmp(v, "auto"))
+		return 0;
+	if (!strcasecmp(v, "off")) {
+		*use = false;
+		return 0;
+	}
+	return evs_fail(EINVAL, "EVSTREAM_MEMBARRIER='%s' is not allowed: use auto or off", v);
+}
+
 /* EVSTREAM_TSC: auto (default) or off. */
 static int clock_mode_from_env(enum evs_clock_mode *mode)
 {

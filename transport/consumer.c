@@ -7,6 +7,7 @@
  * Attaching (mapping and checking the shared memory) is attach.c's.
  */
 #include <errno.h>
+#include <time.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +280,37 @@ EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void
 	return err;
 }
 
+/* Records are there while our word may be ARMED: take the word back, or
+ * let the producer's kick stand; either way one kick is pending, so the fd
+ * is readable while the records are there. */
+static void consumer_take_arm_back(struct evs_consumer *c)
+{
+	if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) == EVS_WAIT_ARMED)
+		eventfd_write(c->efd, 1);
+	c->armed = false;
+	c->kick_pending = true;
+}
+
+/* Our arm stood (nobody took the word) but the eventfd may hold a count
+ * all the same: a write from before we attached (a producer that took the
+ * previous consumer's arm and was preempted before its write), or from
+ * anyone holding the fd. Read it, then look at the word again: still
+ * ARMED means no producer took it before the count was read, so the count
+ * was not its kick. 0 when the arm stands (sleep), -EAGAIN when the word
+ * was taken meanwhile (what we read may have been its kick). */
+static int consumer_drop_stale_kick(struct evs_consumer *c)
+{
+	uint64_t v;
+
+	if (eventfd_read(c->efd, &v) < 0)
+		return 0;
+	/* relaxed: the eventfd read (a system call) ordered it */
+	if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED)
+		return 0;
+	c->armed = false;
+	return -EAGAIN;
+}
+
 /*
  * The wakeup protocol, consumer half (see docs/architecture.md):
  *  - armed: our wait word is ARMED; the producer's next commit takes it
@@ -306,8 +338,11 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 			continue; /* drain what is left, then -EPIPE */
 		if (c->armed) {
 			/* relaxed: only the xchg decides who takes the word */
-			if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED)
-				return 0; /* the producer will kick at its next commit */
+			if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED) {
+				if (consumer_drop_stale_kick(c) == 0)
+					return 0; /* the producer will kick at its next commit */
+				continue;
+			}
 			c->armed = false; /* taken: the kick is done or on its way */
 			c->kick_pending = true;
 			continue;
@@ -325,8 +360,13 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 		 * new prod_pos in consumer_fill() */
 		if (c->membarrier) {
 			err = evs_membarrier();
-			if (err)
+			if (err) {
+				/* not armed after all: take the word back; if the
+				 * producer took it first, its kick is on its way */
+				if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED)
+					c->kick_pending = true;
 				return err;
+			}
 		} else {
 			smp_mb();
 		}
@@ -334,21 +374,33 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 		err = consumer_fill(c);
 		if (err == -EAGAIN)
 			return 0;
-		/* a commit raced with arming: take the word back, or let the
-		 * producer's kick stand; either way one kick is pending, so the
-		 * fd is readable while the records are there */
-		if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) == EVS_WAIT_ARMED)
-			eventfd_write(c->efd, 1);
-		c->armed = false;
-		c->kick_pending = true;
+		consumer_take_arm_back(c);
 		return err == 0 ? -EAGAIN : err;
 	}
 }
 
+void evs_consumer_arm_at_start(struct evs_consumer *c)
+{
+	/* evs_stream_activate() armed the word; records left by the consumer
+	 * before us are not going to make the producer kick */
+	c->armed = true;
+	if (consumer_fill(c) == 0)
+		consumer_take_arm_back(c);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms)
 {
+	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
 	struct pollfd pfd[2];
-	int err, n;
+	int err, n, left = timeout_ms;
 
 	if (!c)
 		return -EINVAL;
@@ -360,19 +412,27 @@ EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms)
 			return err;
 		pfd[0] = (struct pollfd){ .fd = c->efd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = c->sock, .events = POLLIN };
-		n = poll(pfd, c->sock >= 0 ? 2 : 1, timeout_ms);
+		n = poll(pfd, c->sock >= 0 ? 2 : 1, left);
 		if (n < 0 && errno != EINTR)
 			return -errno;
-		if (n == 0)
-			return -ETIMEDOUT;
 		if (n > 0 && c->sock >= 0 && pfd[1].revents)
 			c->gone = true; /* the producer closed its end or died */
+		/* a wake for nothing (or a signal) does not restart the time */
+		if (deadline >= 0) {
+			int64_t rest = deadline - now_ms();
+
+			if (n == 0 || rest <= 0) {
+				err = evs_consumer__prepare_wait(c);
+				return err == -EAGAIN ? 0 : err ? err : -ETIMEDOUT;
+			}
+			left = (int)rest;
+		}
 	}
 }
 
 EVS_API int evs_consumer__fd(const struct evs_consumer *c)
 {
-	return c ? c->efd : -EINVAL;
+	return c ? c->wait_fd : -EINVAL;
 }
 
 EVS_API int evs_consumer__hup_fd(const struct evs_consumer *c)

@@ -46,9 +46,15 @@ struct evs_consumer {
 
 	int efd;
 	int sock;                 /* -1 in process */
+	int wait_fd;              /* what evs_consumer__fd() hands out: efd in
+				   * process, else an epoll set of efd and sock */
 	unsigned int core;
 	struct evs_map map;
 	struct evs_stream *local; /* in-process producer stream, under the registry lock */
 };
+
+/* Right after attaching: make the fd readable if records are already
+ * there (consumer.c). */
+void evs_consumer_arm_at_start(struct evs_consumer *c);
 
 #endif

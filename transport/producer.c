@@ -236,9 +236,13 @@ static __always_inline void stream_publish(struct evs_stream *s)
 		stream_wake_slow(s);
 }
 
-/* publish() and free: deferred records take one clock read between them. */
+/* publish() and free: deferred records take one clock read between them.
+ * Nothing new to show: no store, and no wake of a consumer that sleeps. */
 void evs_stream_publish(struct evs_stream *s)
 {
+	/* relaxed: our own store, read back */
+	if (READ_ONCE(&s->prod->prod_pos) == s->prod_pos)
+		return;
 	if (s->unstamped)
 		stream_stamp_deferred(s, evs_clock_now(&s->clock));
 	stream_publish(s);
