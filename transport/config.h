@@ -31,6 +31,6 @@ int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *
 int evs_parse_u64(const char *s, uint64_t *out); /* with K/M/G/T suffixes */
 int evs_runtime_dir(const char *opt_dir, char *buf, size_t len);
 int evs_check_name(const char *name);
-int evs_socket_path(const char *dir, const char *name, char *buf, size_t len);
+bool evs_runtime_dir_explicit(const char *opt_dir);
 
 #endif

@@ -22,6 +22,7 @@
 #include "errors.h"
 #include "handshake.h"
 #include "producer.h"
+#include "rundir.h"
 #include "server.h"
 
 #define HANDSHAKE_TIMEOUT_MS 1000
@@ -34,41 +35,25 @@ struct evs_server {
 	uid_t uid;
 	bool allow_group;
 	gid_t gid;
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct evs_rundir dir;
+	char sock_file[EVS_RUNFILE_MAX];
 };
 
-static int make_runtime_dir(const char *dir, bool group, gid_t gid)
-{
-	struct stat st;
-
-	if (mkdir(dir, group ? 0750 : 0700) < 0 && errno != EEXIST)
-		return evs_fail(errno, "cannot create runtime directory '%s': %s", dir, strerror(errno));
-	if (stat(dir, &st) < 0)
-		return evs_fail(errno, "runtime directory '%s': %s", dir, strerror(errno));
-	/* someone else's directory could hold a socket in our name */
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0002))
-		return evs_fail(EPERM, "runtime directory '%s' must be a directory owned by uid %u "
-				"and not writable by others", dir, (unsigned)geteuid());
-	if (group && chown(dir, (uid_t)-1, gid) == 0)
-		chmod(dir, 0750);
-	return 0;
-}
-
 /* A socket file left by a producer that died: remove it if nobody answers. */
-static int claim_socket_path(const char *path)
+static int claim_socket_path(struct evs_server *srv)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	int fd, alive;
 
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	evs_rundir_sockaddr(&srv->dir, srv->sock_file, &sa);
 	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 	close(fd);
 	if (alive)
 		return -EADDRINUSE;
-	unlink(path);
+	unlinkat(srv->dir.fd, srv->sock_file, 0);
 	return 0;
 }
 
@@ -223,8 +208,7 @@ out:
 
 int evs_server_start(struct evs_producer *p, const struct evs_producer_opts *opts)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(sa.sun_path)];
+	struct sockaddr_un sa;
 	struct evs_server *srv;
 	int err;
 
@@ -236,32 +220,29 @@ int evs_server_start(struct evs_producer *p, const struct evs_producer_opts *opt
 	srv->uid = geteuid();
 	srv->allow_group = OPTS_GET(opts, allow_group, 0);
 	srv->gid = OPTS_GET(opts, allow_gid, 0);
+	evs_runfile(srv->sock_file, p->name, ".sock");
 
-	err = evs_runtime_dir(OPTS_GET(opts, runtime_dir, NULL), dir, sizeof(dir));
+	err = evs_rundir_make(&srv->dir, OPTS_GET(opts, runtime_dir, NULL), srv->allow_group,
+			      srv->gid);
 	if (err)
 		goto err_free;
-	err = make_runtime_dir(dir, srv->allow_group, srv->gid);
-	if (err)
-		goto err_free;
-	err = evs_socket_path(dir, p->name, srv->path, sizeof(srv->path));
-	if (err)
-		goto err_free;
-	if (claim_socket_path(srv->path)) {
-		err = evs_fail(EADDRINUSE, "a producer named '%s' is already running (socket %s)",
-			       p->name, srv->path);
-		goto err_free;
+	if (claim_socket_path(srv)) {
+		err = evs_fail(EADDRINUSE, "a producer named '%s' is already running (socket %s/%s)",
+			       p->name, srv->dir.path, srv->sock_file);
+		goto err_dir;
 	}
 	srv->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (srv->lfd < 0) {
 		err = -errno;
-		goto err_free;
+		goto err_dir;
 	}
-	memcpy(sa.sun_path, srv->path, sizeof(sa.sun_path));
+	evs_rundir_sockaddr(&srv->dir, srv->sock_file, &sa);
 	if (bind(srv->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(srv->path, srv->allow_group ? 0660 : 0600) < 0 ||
-	    (srv->allow_group && chown(srv->path, (uid_t)-1, srv->gid) < 0) ||
+	    fchmodat(srv->dir.fd, srv->sock_file, srv->allow_group ? 0660 : 0600, 0) < 0 ||
+	    (srv->allow_group &&
+	     fchownat(srv->dir.fd, srv->sock_file, (uid_t)-1, srv->gid, AT_SYMLINK_NOFOLLOW) < 0) ||
 	    listen(srv->lfd, 16) < 0) {
-		err = evs_fail(errno, "socket %s: %s", srv->path, strerror(errno));
+		err = evs_fail(errno, "socket %s/%s: %s", srv->dir.path, srv->sock_file, strerror(errno));
 		goto err_unlink;
 	}
 	srv->stop_efd = eventfd(0, EFD_CLOEXEC);
@@ -279,7 +260,9 @@ int evs_server_start(struct evs_producer *p, const struct evs_producer_opts *opt
 	return 0;
 
 err_unlink:
-	unlink(srv->path);
+	unlinkat(srv->dir.fd, srv->sock_file, 0);
+err_dir:
+	evs_rundir_close(&srv->dir);
 err_free:
 	if (srv->lfd >= 0)
 		close(srv->lfd);
@@ -295,7 +278,8 @@ void evs_server_stop(struct evs_producer *p)
 
 	eventfd_write(srv->stop_efd, 1);
 	pthread_join(srv->thread, NULL);
-	unlink(srv->path);
+	unlinkat(srv->dir.fd, srv->sock_file, 0);
+	evs_rundir_close(&srv->dir);
 	close(srv->lfd);
 	close(srv->stop_efd);
 	free(srv);
