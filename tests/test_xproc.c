@@ -2,12 +2,16 @@
 /*
  * Producer and consumer in different processes (fork): both directions,
  * one consumer per stream, consumer hang-up and reconnect, producer exit
- * and crash with the committed records still drained.
+ * and crash with the committed records still drained. A stopped producer
+ * holds neither a consumer's connect nor a new producer of its name past a
+ * deadline.
  */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -515,6 +519,88 @@ START_TEST(test_xproc_hostile_consumer_cannot_block_producer)
 }
 END_TEST
 
+/* ------------------------------------------------------ deadlines */
+
+static void socket_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s.sock", getenv("EVSTREAM_RUNTIME_DIR"), name);
+}
+
+/* holds a producer until told */
+static int producer_holds(const void *name)
+{
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+
+	if (!p || !child_says_ready() || !child_waits_done())
+		return 1;
+	evs_producer__free(p);
+	return 0;
+}
+
+/* Connections that never say hello until the listen queue of producer
+ * name is full (a stopped server takes none off it); their fds go to q. */
+static int fill_listen_queue(const char *name, int *q, int max)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n;
+
+	socket_path(sa.sun_path, sizeof(sa.sun_path), name);
+	for (n = 0; n < max; n++) {
+		q[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		ck_assert_int_ge(q[n], 0);
+		if (connect(q[n], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			close(q[n]);
+			break;
+		}
+	}
+	ck_assert_int_lt(n, max);
+	return n;
+}
+
+/* A producer stopped with SIGSTOP (paused in a debugger) and its listen
+ * queue full: a consumer's connect ends at its deadline, saying why, and a
+ * new producer of the same name fails at once. */
+START_TEST(test_xproc_stopped_producer_holds_no_connect_past_its_deadline)
+{
+	EVS_OPTS(evs_consumer_opts, o, .timeout_ms = 300);
+	const char *name = evs_test_name("stopped");
+	struct timespec t0;
+	int q[64], n, status;
+	double ms;
+	pid_t pid;
+
+	pid = spawn(producer_holds, name, true);
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+	ck_assert(WIFSTOPPED(status));
+	n = fill_listen_queue(name, q, 64);
+	alarm(10); /* a connect that blocks fails the test by SIGALRM */
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_ptr_null(evs_consumer__connect(name, 0, &o));
+	ms = ms_since(&t0);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	ck_assert_msg(strstr(evs_errmsg(), "accepts no connection"), "message: %s", evs_errmsg());
+	ck_assert_msg(ms >= 290 && ms < 1300, "connect gave up after %.0f ms, its deadline was 300", ms);
+	printf("stopped producer: connect gave up after %.0f ms: %s\n", ms, evs_errmsg());
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_ptr_null(evs_producer__new(name, 1, NULL));
+	ms = ms_since(&t0);
+	ck_assert_int_eq(errno, EADDRINUSE);
+	ck_assert_msg(strstr(evs_errmsg(), "already running"), "message: %s", evs_errmsg());
+	ck_assert_msg(ms < 1000, "a second producer took %.0f ms to fail", ms);
+	printf("stopped producer: a second one failed after %.1f ms: %s\n", ms, evs_errmsg());
+	alarm(0);
+
+	while (n--)
+		close(q[n]);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("xproc");
@@ -533,6 +619,7 @@ int main(void)
 	tcase_add_test(tc, test_xproc_busy_peeker_sees_producer_crash);
 	tcase_add_test(tc, test_xproc_stream_fd_is_an_eventfd);
 	tcase_add_test(tc, test_xproc_hostile_consumer_cannot_block_producer);
+	tcase_add_test(tc, test_xproc_stopped_producer_holds_no_connect_past_its_deadline);
 	suite_add_tcase(s, tc);
 	return evs_run_suite(s);
 }

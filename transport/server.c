@@ -39,17 +39,18 @@ struct evs_server {
 	char sock_file[EVS_RUNFILE_MAX];
 };
 
-/* A socket file left by a producer that died: remove it if nobody answers. */
+/* A socket file left by a producer that died: remove it if nobody answers.
+ * Never waits: a full listen queue (a stopped producer) is an answer. */
 static int claim_socket_path(struct evs_server *srv)
 {
 	struct sockaddr_un sa;
 	int fd, alive;
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	evs_rundir_sockaddr(&srv->dir, srv->sock_file, &sa);
-	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN;
 	close(fd);
 	if (alive)
 		return -EADDRINUSE;
@@ -74,7 +75,8 @@ static int send_welcome(int fd, const struct evs_welcome *w, const int *fds, int
 		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
 		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 	}
-	if (sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(*w))
+	/* never waits: a client that does not read cannot hold the server */
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(*w))
 		return -errno ? -errno : -EIO;
 	return 0;
 }
