@@ -4,7 +4,7 @@
 # connect, whether its connection waits for a welcome or for a place in
 # the full listen queue (exit 2, as for a signal before the producer was
 # found); without a signal evs-dump gives up by itself and says why; a
-# second evs-demo of the same name fails at once.
+# second evs-demo of the same name fails at once, naming the first's pid.
 . "$(dirname "$0")/lib.sh"
 
 SOCK=$EVSTREAM_RUNTIME_DIR/$NAME.sock
@@ -72,7 +72,7 @@ PIDS+=("$pid")
 wait_pid "$pid" 5; rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$rc" -eq 2 ] || { cat "$T/second.err"; fail "second producer: exit $rc, expected 2"; }
-grep -q "a producer named '$NAME' is already running" "$T/second.err" ||
+grep -q "already running (pid $DEMO_PID holds" "$T/second.err" ||
 	{ cat "$T/second.err"; fail "second producer: message"; }
 [ "$ms" -lt 1000 ] || fail "second producer took $ms ms to fail"
 ok "a second producer of the name: '$(cat "$T/second.err")' in $ms ms"
