@@ -477,15 +477,18 @@ static int connect_all(struct dumper *d, const unsigned char *set, bool all, dou
 {
 	for (unsigned int core = 0; core < MAX_CORES; core++) {
 		struct evs_consumer *c;
+		uint64_t t0;
 		int err;
 
 		if (!all && !set[core])
 			continue;
+		t0 = cli_now_ns();
 		c = cli_connect_or_stop(d->name, core, core == 0 || !all ? wait_s : 0, false, d->sfd);
 		if (!c) {
-			if (all && errno == EINVAL && d->n)
+			err = errno;
+			if (all && err == EINVAL && d->n)
 				break; /* past the producer's last core */
-			if (errno == EINTR) {
+			if (err == EINTR) {
 				struct signalfd_siginfo si = { 0 };
 
 				if (read(d->sfd, &si, sizeof(si)) != sizeof(si))
@@ -496,9 +499,12 @@ static int connect_all(struct dumper *d, const unsigned char *set, bool all, dou
 					"dumped\n", sig ? sig : "?", d->name);
 				return -EINTR;
 			}
-			fprintf(stderr, "evs-dump: cannot connect to core %u of producer '%s': %s\n",
-				core, d->name, *evs_errmsg() ? evs_errmsg() : strerror(errno));
-			return -errno;
+			fprintf(stderr, "evs-dump: cannot connect to core %u of producer '%s': %s", core,
+				d->name, *evs_errmsg() ? evs_errmsg() : strerror(err));
+			if (err == ETIMEDOUT)
+				fprintf(stderr, " (tried for %.1f s)", (double)(cli_now_ns() - t0) / 1e9);
+			fputc('\n', stderr);
+			return -err;
 		}
 		err = add_stream(d, core, c);
 		if (err)

@@ -258,14 +258,13 @@ int evs_runtime_dir(const char *opt_dir, char *buf, size_t len)
 	return 0;
 }
 
-int evs_socket_path(const char *dir, const char *name, char *buf, size_t len)
+/* Named by the caller or the user rather than derived from who we are: the
+ * one case where a consumer may trust a directory of another uid. */
+bool evs_runtime_dir_explicit(const char *opt_dir)
 {
-	int n = snprintf(buf, len, "%s/%s.sock", dir, name);
+	const char *env = getenv("EVSTREAM_RUNTIME_DIR");
 
-	if (n < 0 || (size_t)n >= len)
-		return evs_fail(ENAMETOOLONG, "socket path '%s/%s.sock' is longer than %zu bytes: "
-				"use a shorter runtime directory (EVSTREAM_RUNTIME_DIR)", dir, name, len - 1);
-	return 0;
+	return (opt_dir && *opt_dir) || (env && *env);
 }
 
 bool evs_opts_valid(const void *opts, size_t user_sz, size_t known_sz)

@@ -37,6 +37,6 @@ int evs_runtime_dir(const char *opt_dir, char *buf, size_t len);
 int evs_check_name(const char *name);
 /* EVSTREAM_MEMBARRIER: *use false for off; -EINVAL naming a bad value. */
 int evs_env_membarrier(bool *use);
-int evs_socket_path(const char *dir, const char *name, char *buf, size_t len);
+bool evs_runtime_dir_explicit(const char *opt_dir);
 
 #endif
