@@ -1,0 +1,27 @@
+# Kafka (docs/kafka.md): evs-forward publishes a producer's cores to a topic,
+# evs-dump --kafka reads them back; tests with librdkafka's mock cluster;
+# `make bench-kafka`. Built only where librdkafka is (pkg-config rdkafka);
+# elsewhere the tools are left out, evs-dump --kafka says so, and the tests
+# skip.
+KAFKA_OK := $(shell pkg-config --exists rdkafka 2>/dev/null && echo yes)
+
+ifeq ($(KAFKA_OK),yes)
+KAFKA_CFLAGS := $(shell pkg-config --cflags rdkafka)
+KAFKA_LIBS   := $(shell pkg-config --libs rdkafka)
+KAFKA_HDRS   := tools/kafka_msg.h tools/tensor_event.h tools/cli.h
+# several sources in one command: no per-object dependency files
+KAFKA_TOOL_CFLAGS := $(filter-out -MMD -MP,$(ALL_CFLAGS)) -Itools $(KAFKA_CFLAGS)
+
+FORWARD_SRCS := tools/evs-forward.c tools/kafka_msg.c tools/tensor_event.c
+PROGRAMS     += $(BUILD)/evs-forward
+INSTALL_BINS += $(BUILD)/evs-forward
+
+$(BUILD)/evs-forward: $(FORWARD_SRCS) $(KAFKA_HDRS) $(BUILD)/libevstream.so
+	@mkdir -p $(dir $@)
+	$(CC) $(KAFKA_TOOL_CFLAGS) $(FORWARD_SRCS) -o $@ $(PROG_LDFLAGS) $(PROG_LDLIBS) $(KAFKA_LIBS)
+
+.PHONY: kafka-tools
+kafka-tools: $(BUILD)/evs-forward
+else
+$(info evstream: librdkafka not found (pkg-config rdkafka): evs-forward and evs-dump --kafka left out (make deps installs it))
+endif
