@@ -8,7 +8,8 @@ KAFKA_OK := $(shell pkg-config --exists rdkafka 2>/dev/null && echo yes)
 ifeq ($(KAFKA_OK),yes)
 KAFKA_CFLAGS := $(shell pkg-config --cflags rdkafka)
 KAFKA_LIBS   := $(shell pkg-config --libs rdkafka)
-KAFKA_HDRS   := tools/kafka_msg.h tools/tensor_event.h tools/cli.h
+KAFKA_HDRS   := tools/kafka_msg.h tools/kafka_dump.h tools/tensor_event.h tools/cli.h \
+                tools/dump_writer.h
 # several sources in one command: no per-object dependency files
 KAFKA_TOOL_CFLAGS := $(filter-out -MMD -MP,$(ALL_CFLAGS)) -Itools $(KAFKA_CFLAGS)
 
@@ -20,8 +21,16 @@ $(BUILD)/evs-forward: $(FORWARD_SRCS) $(KAFKA_HDRS) $(BUILD)/libevstream.so
 	@mkdir -p $(dir $@)
 	$(CC) $(KAFKA_TOOL_CFLAGS) $(FORWARD_SRCS) -o $@ $(PROG_LDFLAGS) $(PROG_LDLIBS) $(KAFKA_LIBS)
 
+# evs-dump reads Kafka too: its rule (tools/dump.mk) takes the reader's
+# sources and librdkafka from here.
+KAFKA_DUMP_SRCS := tools/kafka_dump.c tools/kafka_msg.c
+$(BUILD)/evs-dump: $(KAFKA_DUMP_SRCS) $(KAFKA_HDRS)
+$(BUILD)/evs-dump: DUMP_SRCS += $(KAFKA_DUMP_SRCS)
+$(BUILD)/evs-dump: DUMP_CFLAGS += -DEVS_KAFKA $(KAFKA_CFLAGS)
+$(BUILD)/evs-dump: PROG_LDLIBS += $(KAFKA_LIBS)
+
 .PHONY: kafka-tools
-kafka-tools: $(BUILD)/evs-forward
+kafka-tools: $(BUILD)/evs-forward $(BUILD)/evs-dump
 else
 $(info evstream: librdkafka not found (pkg-config rdkafka): evs-forward and evs-dump --kafka left out (make deps installs it))
 endif
