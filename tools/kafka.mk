@@ -1,9 +1,12 @@
 # Kafka (docs/kafka.md): evs-forward publishes a producer's cores to a topic,
 # evs-dump --kafka reads them back; tests with librdkafka's mock cluster;
-# `make bench-kafka`. Built only where librdkafka is (pkg-config rdkafka);
+# Built only where librdkafka is (pkg-config rdkafka);
 # elsewhere the tools are left out, evs-dump --kafka says so, and the tests
 # skip.
 KAFKA_OK := $(shell pkg-config --exists rdkafka 2>/dev/null && echo yes)
+KAFKA_TESTS := $(sort $(wildcard tests/kafka/*.sh))
+KAFKA_TESTS := $(filter-out tests/kafka/lib.sh,$(KAFKA_TESTS))
+TESTS += $(KAFKA_TESTS)
 
 ifeq ($(KAFKA_OK),yes)
 KAFKA_CFLAGS := $(shell pkg-config --cflags rdkafka)
@@ -14,7 +17,7 @@ KAFKA_HDRS   := tools/kafka_msg.h tools/kafka_dump.h tools/tensor_event.h tools/
 KAFKA_TOOL_CFLAGS := $(filter-out -MMD -MP,$(ALL_CFLAGS)) -Itools $(KAFKA_CFLAGS)
 
 FORWARD_SRCS := tools/evs-forward.c tools/kafka_msg.c tools/tensor_event.c
-PROGRAMS     += $(BUILD)/evs-forward
+PROGRAMS     += $(BUILD)/evs-forward $(BUILD)/tests/kafka/mock_cluster $(BUILD)/kafka-gen
 INSTALL_BINS += $(BUILD)/evs-forward
 
 $(BUILD)/evs-forward: $(FORWARD_SRCS) $(KAFKA_HDRS) $(BUILD)/libevstream.so
@@ -29,8 +32,19 @@ $(BUILD)/evs-dump: DUMP_SRCS += $(KAFKA_DUMP_SRCS)
 $(BUILD)/evs-dump: DUMP_CFLAGS += -DEVS_KAFKA $(KAFKA_CFLAGS)
 $(BUILD)/evs-dump: PROG_LDLIBS += $(KAFKA_LIBS)
 
+# The tests' cluster: librdkafka's mock brokers in a process of their own.
+$(BUILD)/tests/kafka/mock_cluster: tests/kafka/mock_cluster.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(KAFKA_CFLAGS) $< -o $@ $(LDFLAGS) $(KAFKA_LIBS)
+
+# The benchmark's producer of fixed-size events (and kcat's input file).
+$(BUILD)/kafka-gen: bench/kafka_gen.c tools/cli.h $(BUILD)/libevstream.so
+	$(CC) $(ALL_CFLAGS) -Itools $< -o $@ $(PROG_LDFLAGS) $(PROG_LDLIBS)
+
 .PHONY: kafka-tools
-kafka-tools: $(BUILD)/evs-forward $(BUILD)/evs-dump
+kafka-tools: $(BUILD)/evs-forward $(BUILD)/evs-dump $(BUILD)/evs-demo $(BUILD)/tests/kafka/mock_cluster \
+	$(BUILD)/kafka-gen
+$(KAFKA_TESTS): kafka-tools
 else
 $(info evstream: librdkafka not found (pkg-config rdkafka): evs-forward and evs-dump --kafka left out (make deps installs it))
 endif
