@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -101,6 +102,7 @@ struct fwd {
 	int signals;
 	uint64_t t0, last_t, last_acked, last_bytes;
 	uint64_t t_first_take, t_last_ack;
+	bool acked_now;          /* an acknowledgement came in the last serve() */
 	uint64_t blocked_turns;  /* times the queue was full */
 	struct chunked chunks;   /* list head: every chunked record in flight */
 	char first_err[LOST_COUNT][160];
@@ -188,7 +190,7 @@ static void chunked_settle(struct fwd *f, struct chunked *c)
 	if (!c->failed && c->queued == c->n) {
 		s->acked++;
 		s->acked_bytes += c->bytes;
-		f->t_last_ack = cli_now_ns();
+		f->acked_now = true;
 	} else {
 		/* some chunk never made it: a reader sees a torn record and
 		 * drops it, so the whole record is lost */
@@ -227,8 +229,19 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 		} else {
 			s->acked++;
 			s->acked_bytes += m->len;
-			f->t_last_ack = cli_now_ns();
+			f->acked_now = true;
 		}
+	}
+}
+
+/* Delivery reports, errors and log lines, waiting up to ms; the time of
+ * the last acknowledgement is read once per call, not per report. */
+static void serve(struct fwd *f, int ms)
+{
+	rd_kafka_poll(f->rk, ms);
+	if (f->acked_now) {
+		f->t_last_ack = cli_now_ns();
+		f->acked_now = false;
 	}
 }
 
@@ -645,7 +658,7 @@ static int run(struct fwd *f)
 		bool busy = false;
 		int n, timeout;
 
-		rd_kafka_poll(f->rk, 0); /* delivery reports: may make room */
+		serve(f, 0); /* delivery reports: may make room */
 		if (f->blocked && rd_kafka_outq_len(f->rk) == 0)
 			f->blocked = false;
 		for (unsigned int i = 0; i < f->n && !f->blocked && !f->stop_now && !f->fatal; i++)
@@ -720,7 +733,7 @@ static void finish(struct fwd *f, double flush_s)
 		totals(f, &taken, &acked, &bytes, &lost, &flight, &drops);
 		if (!flight || t >= deadline || f->stop_now)
 			break;
-		rd_kafka_poll(f->rk, 100);
+		serve(f, 100);
 		if (read(f->sfd, &si, sizeof(si)) == sizeof(si))
 			f->stop_now = true;
 		if (f->progress && t - f->last_t >= (uint64_t)TICK_NS)
@@ -736,7 +749,7 @@ static void finish(struct fwd *f, double flush_s)
 		for (int i = 0; i < 50; i++) {
 			uint64_t taken, acked, bytes, lost, drops;
 
-			rd_kafka_poll(f->rk, 20);
+			serve(f, 20);
 			totals(f, &taken, &acked, &bytes, &lost, &flight, &drops);
 			if (!flight)
 				break;
@@ -1100,6 +1113,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	/* every message is allocated by librdkafka and freed at its delivery
+	 * report, up to the queue's bound at a time: keep the freed memory
+	 * for the next ones rather than give it back and fault it in again */
+	mallopt(M_TRIM_THRESHOLD, 128 << 20);
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	signal(SIGPIPE, SIG_IGN);
 	/* blocked before librdkafka starts its threads: they inherit the mask,
 	 * and signals reach only the signalfd */

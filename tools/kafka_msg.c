@@ -61,12 +61,28 @@ int kmsg_parse_key(const void *key, size_t len, struct kmsg_source *src)
 	return 0;
 }
 
+/* Decimal digits of v and a NUL into buf (at least 21 bytes): once per
+ * record, where snprintf() would cost as much as the rest of the headers. */
+static void put_u64(char *buf, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*buf++ = tmp[--n];
+	*buf = '\0';
+}
+
 void kmsg_hdrs_fill(struct kmsg_hdrs *h, const struct evs_event_header *eh, const void *payload)
 {
 	struct tensor_event ev;
 
-	snprintf(h->seq, sizeof(h->seq), "%" PRIu64, eh->seq);
-	snprintf(h->type, sizeof(h->type), "%" PRIu32, eh->type);
+	put_u64(h->seq, eh->seq);
+	put_u64(h->type, eh->type);
 	h->chunk[0] = '\0';
 	h->tensor = eh->type == EVS_EVENT_TENSOR_READ &&
 		    !tensor_event_parse(payload, eh->data_size, &ev) && !ev.is_print;
