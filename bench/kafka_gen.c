@@ -4,10 +4,13 @@
  *
  *   kafka-gen produce NAME SIZE COUNT   a producer NAME with one core that
  *       emits COUNT events of SIZE payload bytes as fast as the ring takes
- *       them (a full ring is tried again: the reader, evs-forward, is what
- *       is measured), once a consumer is attached (up to 10 s)
+ *       them (a full ring is tried again 0.5 ms later: the reader,
+ *       evs-forward, is what is measured), once a consumer is attached (up
+ *       to 10 s)
  *   kafka-gen file SIZE COUNT KEY        the same records on stdout for
- *       kcat -P: KEY, KDELIM, the 64-byte header and payload, DELIM
+ *       kcat -P: KEY, KDELIM, the 64-byte header and payload, DELIM (KEY
+ *       "-": the records alone, back to back; one is a file that
+ *       kcat -P FILE sends as one message)
  *   kafka-gen tensors NAME SIZE COUNT   COUNT float32 tensors of SIZE bytes,
  *       shape [SIZE / 4096, 1024], element i of tensor k being
  *       (i * 2654435761 + k) mod 65536 (tests/kafka/big_tensor.sh checks it)
@@ -16,11 +19,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "evstream/evstream.h"
@@ -55,9 +58,13 @@ static int produce(const char *name, uint64_t size, uint64_t count)
 	for (uint64_t i = 0; i < count; i++) {
 		int err;
 
+		/* a full ring: sleep a little rather than spin, the reader
+		 * and the brokers need the CPUs */
 		while ((err = evs_producer__emit(p, 0, EVS_EVENT_TENSOR_READ, buf, size)) == -ENOBUFS) {
+			struct timespec ts = { 0, 500000 };
+
 			retries++;
-			sched_yield();
+			nanosleep(&ts, NULL);
 		}
 		if (err) {
 			fprintf(stderr, "kafka-gen: emit: %s\n", evs_strerror(err));
@@ -95,8 +102,11 @@ static int tensors(const char *name, uint64_t size, uint64_t count)
 
 		for (uint64_t i = 0; i < n; i++)
 			x[i] = (float)((i * 2654435761ull + k) % 65536);
-		while ((err = evs_producer__emit_tensor(p, 0, &t)) == -ENOBUFS)
-			sched_yield();
+		while ((err = evs_producer__emit_tensor(p, 0, &t)) == -ENOBUFS) {
+			struct timespec ts = { 0, 500000 };
+
+			nanosleep(&ts, NULL);
+		}
 		if (err) {
 			fprintf(stderr, "kafka-gen: emit_tensor: %s\n", evs_strerror(err));
 			break;
@@ -116,12 +126,17 @@ static int file(uint64_t size, uint64_t count, const char *key)
 		return 1;
 	fill(buf, size);
 	for (uint64_t i = 0; i < count; i++) {
+		bool bare = !strcmp(key, "-");
+
 		h.seq = i;
-		fputs(key, stdout);
-		fputs(KDELIM, stdout);
+		if (!bare) {
+			fputs(key, stdout);
+			fputs(KDELIM, stdout);
+		}
 		fwrite(&h, sizeof(h), 1, stdout);
 		fwrite(buf, 1, size, stdout);
-		fputs(DELIM, stdout);
+		if (!bare)
+			fputs(DELIM, stdout);
 	}
 	free(buf);
 	return fflush(stdout) ? 1 : 0;

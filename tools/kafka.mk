@@ -1,6 +1,6 @@
 # Kafka (docs/kafka.md): evs-forward publishes a producer's cores to a topic,
 # evs-dump --kafka reads them back; tests with librdkafka's mock cluster;
-# Built only where librdkafka is (pkg-config rdkafka);
+# `make bench-kafka`. Built only where librdkafka is (pkg-config rdkafka);
 # elsewhere the tools are left out, evs-dump --kafka says so, and the tests
 # skip.
 KAFKA_OK := $(shell pkg-config --exists rdkafka 2>/dev/null && echo yes)
@@ -45,6 +45,15 @@ $(BUILD)/kafka-gen: bench/kafka_gen.c tools/cli.h $(BUILD)/libevstream.so
 kafka-tools: $(BUILD)/evs-forward $(BUILD)/evs-dump $(BUILD)/evs-demo $(BUILD)/tests/kafka/mock_cluster \
 	$(BUILD)/kafka-gen
 $(KAFKA_TESTS): kafka-tools
+
+# evs-forward and kcat -P into the mock cluster, 64-byte and 1 MiB events.
+.PHONY: bench-kafka
+bench-kafka: deps
+	@$(MAKE) --no-print-directory lib kafka-tools
+	@BUILD=$(BUILD) bash bench/kafka_bench.sh
 else
 $(info evstream: librdkafka not found (pkg-config rdkafka): evs-forward and evs-dump --kafka left out (make deps installs it))
+.PHONY: bench-kafka
+bench-kafka:
+	@echo "bench-kafka: librdkafka not found (pkg-config rdkafka); make deps installs it" >&2; exit 1
 endif
