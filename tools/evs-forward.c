@@ -86,6 +86,7 @@ struct fcore {
 	uint64_t acked, acked_bytes;
 	uint64_t lost[LOST_COUNT], lost_bytes;
 	struct chunked *partial; /* the head record, some of its chunks queued */
+	uint64_t released0;      /* records released before we attached */
 };
 
 struct fwd {
@@ -486,10 +487,11 @@ static void write_table(struct fwd *f, FILE *out, bool json)
 		left = st.committed - st.released;
 		if (json) {
 			fprintf(out, "%s{\"core\":%u,\"key\":\"%s\",\"produced\":%" PRIu64 ",\"committed\":%" PRIu64
-				",\"taken\":%" PRIu64 ",\"taken_bytes\":%" PRIu64 ",\"acked\":%" PRIu64
+				",\"released_before\":%" PRIu64 ",\"taken\":%" PRIu64 ",\"taken_bytes\":%" PRIu64 ",\"acked\":%" PRIu64
 				",\"acked_bytes\":%" PRIu64 ",\"in_flight\":%" PRIu64 ",\"lost\":%" PRIu64
 				",\"lost_bytes\":%" PRIu64,
-				i ? "," : "", s->core, s->key, st.produced, st.committed, s->taken, s->taken_bytes,
+				i ? "," : "", s->core, s->key, st.produced, st.committed, s->released0, s->taken,
+				s->taken_bytes,
 				s->acked, s->acked_bytes, in_flight(s), lost_total(s), s->lost_bytes);
 			for (int k = 0; k < LOST_COUNT; k++)
 				fprintf(out, ",\"lost_%s\":%" PRIu64, lost_names[k], s->lost[k]);
@@ -821,6 +823,13 @@ static int add_stream(struct fwd *f, unsigned int core, struct evs_consumer *c)
 	int len;
 
 	*s = (struct fcore){ .f = f, .core = core, .c = c, .hup_fd = evs_consumer__hup_fd(c), .runnable = true };
+	{
+		struct evs_stream_stats st = { .sz = sizeof(st) };
+
+		/* by an earlier consumer: committed = released0 + taken + left */
+		if (!evs_consumer__stats(c, &st))
+			s->released0 = st.released;
+	}
 	len = kmsg_key(s->key, f->host, f->name, core);
 	if (len < 0)
 		return len;

@@ -63,7 +63,8 @@ start_kdump() {
 fwd() { json "$T/fwd.json" "$1"; }
 
 # Every core of the forwarder's table: taken = acked + lost + in flight,
-# in flight 0, committed = taken + left.
+# in flight 0, committed = released before it came + taken + left, produced
+# = committed + dropped.
 check_accounts() {
 	"$PY" - "$T/fwd.json" <<'PYEOF' || fail "the forwarder's counts do not add up (see above)"
 import json, sys
@@ -73,7 +74,7 @@ for c in j["cores"]:
     assert lost == c["lost"], c
     assert c["taken"] == c["acked"] + c["lost"] + c["in_flight"], c
     assert c["in_flight"] == 0, c
-    assert c["committed"] == c["taken"] + c["left"], c
+    assert c["committed"] == c["released_before"] + c["taken"] + c["left"], c
     assert c["produced"] == c["committed"] + c["ring_full"] + c["too_big"] + c["no_consumer"], c
 PYEOF
 }
