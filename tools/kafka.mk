@@ -51,9 +51,15 @@ $(KAFKA_TESTS): kafka-tools
 bench-kafka: deps
 	@$(MAKE) --no-print-directory lib kafka-tools
 	@BUILD=$(BUILD) bash bench/kafka_bench.sh
+
+# The README's example, run: against the mock cluster, or KAFKA_BROKERS.
+.PHONY: kafka-demo
+kafka-demo: deps check-env
+	@$(MAKE) --no-print-directory lib kafka-tools
+	@BUILD=$(BUILD) KAFKA_BROKERS=$(KAFKA_BROKERS) bash scripts/kafka-demo.sh
 else
 $(info evstream: librdkafka not found (pkg-config rdkafka): evs-forward and evs-dump --kafka left out (make deps installs it))
-.PHONY: bench-kafka
-bench-kafka:
-	@echo "bench-kafka: librdkafka not found (pkg-config rdkafka); make deps installs it" >&2; exit 1
+.PHONY: bench-kafka kafka-demo
+bench-kafka kafka-demo:
+	@echo "$@: librdkafka not found (pkg-config rdkafka); make deps installs it" >&2; exit 1
 endif
