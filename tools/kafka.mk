@@ -58,7 +58,10 @@ kafka-demo: deps check-env
 	@$(MAKE) --no-print-directory lib kafka-tools
 	@BUILD=$(BUILD) KAFKA_BROKERS=$(KAFKA_BROKERS) bash scripts/kafka-demo.sh
 else
+# said once, not again by each recursive make
+ifeq ($(MAKELEVEL),0)
 $(info evstream: librdkafka not found (pkg-config rdkafka): evs-forward and evs-dump --kafka left out (make deps installs it))
+endif
 .PHONY: bench-kafka kafka-demo
 bench-kafka kafka-demo:
 	@echo "$@: librdkafka not found (pkg-config rdkafka); make deps installs it" >&2; exit 1
