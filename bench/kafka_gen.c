@@ -27,6 +27,7 @@
 
 #include "cli.h"
 #include "evstream/evstream.h"
+#include "evstream/tensor.h"
 
 #define KDELIM "\x1f"
 #define DELIM  "\x1e--evs--\x1e"

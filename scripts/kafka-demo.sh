@@ -60,5 +60,5 @@ echo "kafka-demo: evs-dump --kafka reads the topic back into $DIR/ (a new group:
 d=$DIR/$host/$NAME
 echo "kafka-demo: verifying $d against the generator, then with NumPy"
 "$BUILD/evs-demo" --verify "$d" || exit 1
-"$PY" scripts/verify_dump.py "$d" || exit 1
+"$PY" demo/verify_dump.py "$d" || exit 1
 echo "kafka-demo: OK. Load a tensor: $PY -c \"import numpy; print(numpy.load('$d/c0/000000000000.npy'))\""

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "kafka_msg.h"
-#include "tensor_event.h"
+#include "evstream/tensor.h"
 
 bool kmsg_name_ok(const char *s, size_t n)
 {
@@ -79,13 +79,13 @@ static void put_u64(char *buf, uint64_t v)
 
 void kmsg_hdrs_fill(struct kmsg_hdrs *h, const struct evs_event_header *eh, const void *payload)
 {
-	struct tensor_event ev;
+	struct evs_tensor_info ev;
 
 	put_u64(h->seq, eh->seq);
 	put_u64(h->type, eh->type);
 	h->chunk[0] = '\0';
 	h->tensor = eh->type == EVS_EVENT_TENSOR_READ &&
-		    !tensor_event_parse(payload, eh->data_size, &ev) && !ev.is_print;
+		    !evs_tensor_parse(payload, eh->data_size, &ev) && !ev.is_print;
 	if (!h->tensor)
 		return;
 	memcpy(h->dtype, ev.dtype, sizeof(h->dtype));

@@ -26,6 +26,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "evstream/evstream.h"
+#include "evstream/tensor.h"
 
 #define KMSG_SEQ   "evs.seq"
 #define KMSG_TYPE  "evs.type"
