@@ -3,9 +3,32 @@
 # folds in evs-bench-drops when that exists, and draws the plots.
 BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
               bench/tput.c bench/lat.c bench/drop_rate.c bench/bare.c \
-              bench/cost.c bench/floor.c
+              bench/cost.c bench/floor.c bench/lttng.c bench/lttng_ctf.c \
+              bench/lttng_peer.c
 # tools/jsonl.c: the JSON writing and reading the tools use
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/bench/jsonl.o
+
+# LTTng-UST, the peer of the lttng and dropfree parts, where its headers are
+# (pkg-config lttng-ust; EVS_NO_LTTNG=1 builds without it all the same).
+# evs-bench itself only holds the call site (and dlopen()s the provider,
+# a shared object linked with liblttng-ust, in its LTTng process), so
+# nothing of LTTng-UST runs in the other parts. The mode is kept in a file
+# so that switching it rebuilds what depends on it.
+BENCH_LTTNG := $(if $(EVS_NO_LTTNG),off-forced,$(shell pkg-config --exists lttng-ust 2>/dev/null && \
+	echo on || echo off-missing))
+BENCH_LTTNG_MODE := $(BUILD)/bench/lttng.mode
+$(shell mkdir -p $(BUILD)/bench; [ "$$(cat $(BENCH_LTTNG_MODE) 2>/dev/null)" = $(BENCH_LTTNG) ] || \
+	echo $(BENCH_LTTNG) > $(BENCH_LTTNG_MODE))
+BENCH_LTTNG_TP := $(BUILD)/evs-bench-lttng-tp.so
+ifeq ($(BENCH_LTTNG),on)
+BENCH_LTTNG_CFLAGS := -DEVS_BENCH_LTTNG -Ibench $(shell pkg-config --cflags lttng-ust)
+BENCH_LTTNG_DEPS := $(BENCH_LTTNG_TP)
+PROGRAMS += $(BENCH_LTTNG_TP)
+else
+# what its rows say instead of figures
+BENCH_LTTNG_OFF := $(if $(EVS_NO_LTTNG),EVS_NO_LTTNG set,liblttng-ust-dev missing)
+BENCH_LTTNG_CFLAGS := -DEVS_BENCH_LTTNG_OFF='"$(BENCH_LTTNG_OFF)"'
+endif
 BENCH_BIN  := $(BUILD)/evs-bench
 BENCH_OUT  ?= $(BUILD)/bench-results
 BENCH_ARGS ?=
@@ -21,8 +44,25 @@ $(BUILD)/bench/jsonl.o: tools/jsonl.c tools/jsonl.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BENCH_BIN): $(BENCH_OBJS) $(BUILD)/libevstream.so
-	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJS) $(PROG_LDFLAGS) $(PROG_LDLIBS) -lm
+$(BUILD)/bench/lttng_peer.o: bench/lttng_peer.c bench/lttng.h bench/lttng_tp.h bench/bench.h \
+		$(BENCH_LTTNG_MODE)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(BENCH_LTTNG_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/lttng.o $(BUILD)/bench/lttng_ctf.o: bench/lttng.h
+
+# the tracepoint provider: the probes, and liblttng-ust with them
+$(BUILD)/bench/lttng_tp.o: bench/lttng_tp.c bench/lttng_tp.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Ibench $(shell pkg-config --cflags lttng-ust) -fPIC -c $< -o $@
+
+$(BENCH_LTTNG_TP): $(BUILD)/bench/lttng_tp.o
+	$(CC) $(CFLAGS) -shared -Wl,--no-as-needed -o $@ $< $(LDFLAGS) $(shell pkg-config --libs lttng-ust)
+
+$(BENCH_BIN): $(BENCH_OBJS) $(BUILD)/libevstream.so $(BENCH_LTTNG_DEPS) $(BENCH_LTTNG_MODE)
+	$(CC) $(CFLAGS) -o $@ $(BENCH_OBJS) $(PROG_LDFLAGS) $(PROG_LDLIBS) -lm -ldl
+	@[ $(BENCH_LTTNG) = on ] || \
+		echo "bench: evs-bench built WITHOUT LTTng-UST ($(BENCH_LTTNG_OFF)): its rows say so" >&2
 
 .PHONY: bench bench-build
 bench-build: lib $(BENCH_BIN)
