@@ -10,10 +10,11 @@ BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/bench/jsonl.o
 
 # LTTng-UST, the peer of the lttng and dropfree parts, where its headers are
 # (pkg-config lttng-ust; EVS_NO_LTTNG=1 builds without it all the same).
-# evs-bench itself only holds the call site (and dlopen()s the provider,
-# a shared object linked with liblttng-ust, in its LTTng process), so
-# nothing of LTTng-UST runs in the other parts. The mode is kept in a file
-# so that switching it rebuilds what depends on it.
+# evs-bench itself holds the call site (with liblttng-ust-tracepoint, which
+# only registers it) and dlopen()s the provider, a shared object linked with
+# liblttng-ust, in its LTTng process only: the tracer and its threads are
+# in no other part. The mode is kept in a file so that switching it
+# rebuilds what depends on it.
 BENCH_LTTNG := $(if $(EVS_NO_LTTNG),off-forced,$(shell pkg-config --exists lttng-ust 2>/dev/null && \
 	echo on || echo off-missing))
 BENCH_LTTNG_MODE := $(BUILD)/bench/lttng.mode

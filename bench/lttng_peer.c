@@ -74,10 +74,14 @@
  * EVS_BENCH_LTTNG_CHANNEL replaces these options, to try others.
  */
 static const char *const channel_opts[] = { "--subbuf-size=4M", "--num-subbuf=16" };
-/* A drop-free trial emits for seconds at up to ~10 M events/s (~0.8 GB/s):
+/*
+ * A drop-free trial emits for seconds at up to ~10 M events/s (~0.7 GB/s):
  * its trace is written in four files of 64 MiB per stream, each replacing
- * the oldest, so that it takes no more disk than this; the daemon writes
- * every event all the same. Throughput runs keep the whole trace. */
+ * the oldest, so that it takes no more than this on disk, and so that
+ * gigabytes of dirty page cache do not make the kernel throttle the daemon
+ * (a file removed within a second or so is never written back). The daemon
+ * writes every event all the same. Throughput runs keep the whole trace.
+ */
 static const char *const trial_opts[] = { "--tracefile-size=64M", "--tracefile-count=4" };
 
 /* The peer as evs-bench sees it. */
