@@ -1,5 +1,6 @@
 # evs-bench: throughput and latency next to the limits and alternatives.
-# `make bench` runs it (about four minutes; BENCH_ARGS=--quick: about one),
+# `make bench` runs it (about six minutes, two of them for LTTng-UST and the
+# drop-free search; BENCH_ARGS=--quick: about a minute and a half),
 # folds in evs-bench-drops when that exists, and draws the plots.
 BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
               bench/tput.c bench/lat.c bench/drop_rate.c bench/bare.c \

@@ -26,7 +26,7 @@ static void usage(FILE *f)
 		"usage: evs-bench [--quick] [--json] [--secs S] [--ring-mb N] [--plot-dir DIR]\n"
 		"                 [--drops-json FILE] [--only limits|tput|cost|lat|drops|lttng|dropfree]\n"
 		"                 [--variant SUBSTR] [--payload BYTES] [--rounds N] [--window S]\n"
-		"  --quick        shorter runs (about a minute in all instead of four)\n"
+		"  --quick        shorter runs (about a minute and a half in all instead of six)\n"
 		"  --json         one JSON document on stdout; the human table goes to stderr\n"
 		"  --secs S       measured seconds per throughput point, 0.001 to 3600\n"
 		"                 (default 0.5, quick 0.15)\n"
