@@ -357,7 +357,7 @@ static int private_mounts(char *why, size_t len)
 shared:
 	err = errno;
 	if (listening("/var/run/lttng/client-lttng-sessiond")) {
-		snprintf(why, len, "a system session daemon runs (/var/run/lttng) and no private "
+		setf(why, len, "a system session daemon runs (/var/run/lttng) and no private "
 			 "mount namespace can be had for another one (%s: %s)", step, strerror(err));
 		return -1;
 	}
@@ -405,7 +405,7 @@ static int sessiond_start(char *why, size_t len)
 		_exit(127);
 	}
 	if (pid < 0) {
-		snprintf(why, len, "fork: %s", strerror(errno));
+		setf(why, len, "fork: %s", strerror(errno));
 		return -1;
 	}
 	sessiond_pid = pid;
@@ -424,7 +424,7 @@ static int sessiond_start(char *why, size_t len)
 				buf[n] = 0;
 				fclose(f);
 			}
-			snprintf(why, len, "lttng-sessiond exited (%s %d): %s",
+			setf(why, len, "lttng-sessiond exited (%s %d): %s",
 				 WIFEXITED(st) ? "status" : "signal",
 				 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), last_line(buf));
 			return -1;
@@ -464,13 +464,13 @@ static int peer_setup(const char *provider, char *why, size_t len, struct lt_res
 		snprintf(ready->why, sizeof(ready->why), "%s", last_line(out));
 	h = dlopen(provider, RTLD_NOW);
 	if (!h) {
-		snprintf(why, len, "dlopen %s: %s", provider, dlerror());
+		setf(why, len, "dlopen %s: %s", provider, dlerror());
 		return -1;
 	}
 	/* registered: the daemon lists this process's tracepoints */
 	snprintf(pid, sizeof(pid), "PID: %d ", (int)getpid());
 	if (lttng(out, sizeof(out), "list", "-u", NULL) != 0 || !strstr(out, pid)) {
-		snprintf(why, len, "this process did not register with the session daemon "
+		setf(why, len, "this process did not register with the session daemon "
 			 "(lttng list -u: %s)", last_line(out));
 		return -1;
 	}
@@ -550,7 +550,7 @@ static void keep_trace(const struct lt_req *q)
 }
 
 #define FAIL_CMD(what) do {                                                            \
-		snprintf(r->why, sizeof(r->why), "lttng %s: %s", what, last_line(out)); \
+		setf(r->why, sizeof(r->why), "lttng %s: %s", what, last_line(out)); \
 		goto out;                                                              \
 	} while (0)
 
@@ -592,7 +592,7 @@ static void peer_record(const struct lt_req *q, struct lt_res *r)
 	until = cli_now_ns() + 5000000000ull;
 	while (!lttng_ust_tracepoint_enabled(evs_bench, event64)) {
 		if (cli_now_ns() > until) {
-			snprintf(r->why, sizeof(r->why), "the event was not enabled 5 s after lttng start");
+			setf(r->why, sizeof(r->why), "the event was not enabled 5 s after lttng start");
 			goto out;
 		}
 		usleep(1000);
@@ -607,7 +607,7 @@ static void peer_record(const struct lt_req *q, struct lt_res *r)
 	if (lttng(out, sizeof(out), "list", SESSION, NULL))
 		FAIL_CMD("list");
 	if (discarded_of(out, &r->discarded)) {
-		snprintf(r->why, sizeof(r->why), "lttng list %s: no 'Discarded events' count", SESSION);
+		setf(r->why, sizeof(r->why), "lttng list %s: no 'Discarded events' count", SESSION);
 		goto out;
 	}
 	if (q->tput) {
@@ -619,7 +619,7 @@ static void peer_record(const struct lt_req *q, struct lt_res *r)
 out:
 	if (made && lttng(out, sizeof(out), "destroy", SESSION, NULL) && r->ok) {
 		r->ok = 0;
-		snprintf(r->why, sizeof(r->why), "lttng destroy: %s", last_line(out));
+		setf(r->why, sizeof(r->why), "lttng destroy: %s", last_line(out));
 	}
 	keep_trace(q);
 	rm_tree(trace_dir);
@@ -807,7 +807,7 @@ const char *lt_version(void)
 
 int lt_peer_open(char *why, size_t len)
 {
-	snprintf(why, len, "LTTng-UST not built: " EVS_BENCH_LTTNG_OFF);
+	setf(why, len, "LTTng-UST not built: " EVS_BENCH_LTTNG_OFF);
 	return -1;
 }
 
@@ -815,7 +815,7 @@ int lt_peer_run(const struct lt_req *q, struct lt_res *r)
 {
 	(void)q;
 	memset(r, 0, sizeof(*r));
-	snprintf(r->why, sizeof(r->why), "LTTng-UST not built: " EVS_BENCH_LTTNG_OFF);
+	setf(r->why, sizeof(r->why), "LTTng-UST not built: " EVS_BENCH_LTTNG_OFF);
 	return -1;
 }
 
