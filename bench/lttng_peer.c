@@ -807,7 +807,7 @@ const char *lt_version(void)
 
 int lt_peer_open(char *why, size_t len)
 {
-	setf(why, len, "LTTng-UST not built: " EVS_BENCH_LTTNG_OFF);
+	snprintf(why, len, "LTTng-UST not built: " EVS_BENCH_LTTNG_OFF);
 	return -1;
 }
 
@@ -815,7 +815,7 @@ int lt_peer_run(const struct lt_req *q, struct lt_res *r)
 {
 	(void)q;
 	memset(r, 0, sizeof(*r));
-	setf(r->why, sizeof(r->why), "LTTng-UST not built: " EVS_BENCH_LTTNG_OFF);
+	snprintf(r->why, sizeof(r->why), "LTTng-UST not built: " EVS_BENCH_LTTNG_OFF);
 	return -1;
 }
 
