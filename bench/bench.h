@@ -105,6 +105,7 @@ struct bench_opts {
 	const char *variant;    /* throughput: only variants containing this */
 	long payload;           /* throughput: only this payload size, -1 all */
 	int rounds;             /* rounds per throughput payload and per latency case, 1 to MAX_ROUNDS */
+	double window;          /* drop-free: seconds per trial */
 };
 #define MAX_ROUNDS 9
 extern struct bench_opts bopt;
@@ -159,6 +160,13 @@ void cost_run(void);
 void latency_run(void);
 void drops_run(void);
 void drops_bpf_fold(void);
+/* LTTng-UST next to evstream's default 64-byte path (lttng.c) */
+void lttng_run(void);
+void dropfree_run(void);
+/* Stops LTTng's peer process and its session daemon, if they run. */
+void lttng_done(void);
+/* evstream default 64 B events/s / LTTng-UST's, in rounds; NAN if not measured */
+double lttng_ratio(void);
 
 /* Report: human lines on stdout, or one JSON document with --json. */
 void rep_begin(void);                          /* the document's opening brace */
