@@ -126,7 +126,9 @@ struct tput tput_of(double ev_s, size_t size);
 
 /* Results kept for the targets summary. */
 /* Its median ratio to the pipe, or to memcpy, within rounds; NAN if not run. */
-double tput_ratio(const char *variant, size_t payload, bool vs_memcpy);
+enum tput_base { VS_PIPE, VS_MEMCPY, VS_BARE };
+/* A path's paired ratio (median over the rounds) to a base: NAN if not run. */
+double tput_ratio(const char *variant, size_t payload, enum tput_base base);
 /* A latency case of this run: the medians of its ratios within each round. */
 struct lat_case {
 	char name[64];

@@ -140,19 +140,18 @@ static void targets(void)
 
 	say("\n== targets (ratios within this run)\n");
 	rep_section("targets");
-	target("64 B zero-copy events/s, x pipe", tput_ratio("zerocopy/normal", 64, false), 50, true, "x");
-	target("64 B batch events/s, x pipe", tput_ratio("batch/normal", 64, false), 50, true, "x");
-	target("64 B zero-copy, no timestamps, x pipe", tput_ratio("zerocopy/normal/no-ts", 64, false),
-	       50, true, "x");
-	target("64 B deferred32, no timestamps, x pipe",
-	       tput_ratio("deferred32/normal/no-ts", 64, false), 50, true, "x");
-	target("64 B deferred32, x pipe", tput_ratio("deferred32/normal", 64, false), 50, true, "x");
-	target("64 B zero-copy, consumer stays away 20 us, x pipe",
-	       tput_ratio("zcdelay/normal", 64, false), 50, true, "x");
-	target("64 B zero-copy, stays away, no timestamps, x pipe",
-	       tput_ratio("zcdelay/normal/no-ts", 64, false), 50, true, "x");
-	target("1 MiB zero-copy GB/s, x memcpy", tput_ratio("zerocopy/normal", 1 << 20, true), 0.8, true, "x");
-	target("1 MiB zero-copy huge pages GB/s, x memcpy", tput_ratio("zerocopy/huge", 1 << 20, true), 0.8, true, "x");
+	/* the default paths, timestamps on: what a runtime and a reader get */
+	target("64 B emit + peek, x bare SPSC ring", tput_ratio("emit+peek", 64, VS_BARE), 1, true, "x");
+	target("64 B reserve/commit + peek, x bare SPSC ring", tput_ratio("reserve+peek", 64, VS_BARE),
+	       1, true, "x");
+	target("64 B emit + consume, x bare SPSC ring", tput_ratio("emit+consume", 64, VS_BARE), 1,
+	       true, "x");
+	target("64 B emit + read_one_event, x bare SPSC ring", tput_ratio("emit+nrt", 64, VS_BARE), 1,
+	       true, "x");
+	target("1 MiB reserve/commit + peek GB/s, x memcpy", tput_ratio("reserve+peek", 1 << 20, VS_MEMCPY),
+	       0.8, true, "x");
+	target("1 MiB reserve/commit + peek, huge pages, x memcpy",
+	       tput_ratio("reserve+peek/huge", 1 << 20, VS_MEMCPY), 0.8, true, "x");
 	target("busy-poll p50, x cache-line one-way",
 	       busy ? busy->p50_x_limit : NAN, 1.5, false, "x");
 	target("busy-poll p99.9, x cache-line one-way",

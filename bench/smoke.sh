@@ -11,10 +11,10 @@ py=/usr/bin/python3
 out=$(mktemp -d /tmp/evs-bench-smoke.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
-"$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant zerocopy/normal \
+"$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant reserve+peek \
 	--rounds 2 --plot-dir "$out" > "$out/tput.json" 2> "$out/tput.log" || { cat "$out/tput.log"; echo "FAIL: evs-bench tput"; exit 1; }
-for v in zcwait zcdelay; do
-	"$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant $v \
+for v in wait nrt; do
+	"$bin" --quick --json --secs 0.05 --only tput --payload 64 --variant "emit+$v" \
 		--rounds 1 > "$out/$v.json" 2> "$out/$v.log" ||
 		{ cat "$out/$v.log"; echo "FAIL: evs-bench tput $v"; exit 1; }
 done
@@ -129,7 +129,7 @@ table_bad "--main 2: must be 1 to 1" --main 2 docs/bench-results-latest.json
 table_bad "--main needs a run number, got x" --main x docs/bench-results-latest.json
 table_bad "$out/none.json: " "$out/none.json"
 
-"$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" "$out/lat.json" "$out/limits.json" "$out/zcwait.json" "$out/zcdelay.json" <<'PY' || exit 1
+"$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" "$out/lat.json" "$out/limits.json" "$out/wait.json" "$out/nrt.json" <<'PY' || exit 1
 import json, sys
 t = json.load(open(sys.argv[1]))
 limits = json.load(open(sys.argv[5]))["limits"]
@@ -163,13 +163,12 @@ assert t["producer_clock"] in ("tsc", "clock_gettime"), t["producer_clock"]
 flags = next((l for l in open("/proc/cpuinfo") if l.startswith("flags")), "").split()
 invariant = "constant_tsc" in flags and "nonstop_tsc" in flags
 assert (t["producer_clock"] == "tsc") == invariant, (t["producer_clock"], t["clocksource"])
-# the zero-copy path with a consumer that sleeps on the eventfd when empty
-z = [x for x in json.load(open(sys.argv[6]))["throughput"] if x.get("variant") == "zcwait/normal"]
-assert len(z) == 1 and z[0]["events_s"] > 0 and z[0]["x_pipe"] > 0, z
-# ... and with one that stays away from an empty ring, with and without timestamps
-z = {x["variant"]: x for x in json.load(open(sys.argv[7]))["throughput"]}
-assert sorted(z) == ["zcdelay/normal", "zcdelay/normal/no-ts"], sorted(z)
-assert all(x["events_s"] > 0 and x["x_pipe"] > 0 for x in z.values()), z
+# emit with a consumer that sleeps in evs_consumer__wait() when empty, and
+# one that reads with the reference API and polls its stream_fd
+for arg, name in ((6, "emit+wait"), (7, "emit+nrt")):
+    z = [x for x in json.load(open(sys.argv[arg]))["throughput"] if x.get("variant") == name]
+    assert len(z) == 1 and z[0]["events_s"] > 0 and z[0]["x_bare_ring"] > 0, z
+    assert z[0]["default"] == 1 and z[0]["timestamps"] == 1, z
 # the limits and alternatives of a payload size are on its rows, once
 assert "alternatives" not in t and "memcpy" not in t, sorted(t)
 # tput divides by limits measured in its own rounds: the overview is not run
@@ -177,7 +176,7 @@ assert "limits" not in t, "limits part ran for --only tput"
 names = {x["name"] for x in limits}
 for k in ("clock_gettime_ns", "cacheline_oneway", "eventfd_wake_read", "cpu_stolen_from_spinner"):
     assert k in names, "missing limit " + k
-rows = [x for x in t["throughput"] if x.get("variant") == "zerocopy/normal"]
+rows = [x for x in t["throughput"] if x.get("variant") == "reserve+peek"]
 assert len(rows) == 1, rows
 r = rows[0]
 assert r["payload"] == 64 and r["events_s"] > 0 and r["x_pipe"] > 0 and r["x_memcpy"] > 0, r
@@ -224,7 +223,7 @@ print("ok: evs-bench-drops: %d drops counted exactly by BPF over %d rounds, %.1f
 PY
 	fi
 fi
-grep -q '^zerocopy/normal 64 ' "$out/throughput.dat" || { echo "FAIL: throughput.dat has no 64-byte zero-copy row"; exit 1; }
+grep -q '^reserve+peek 64 ' "$out/throughput.dat" || { echo "FAIL: throughput.dat has no 64-byte zero-copy row"; exit 1; }
 if command -v gnuplot >/dev/null; then
 	: > "$out/latency.dat"
 	gnuplot -e "dir='$out'" bench/plot.gp 2> "$out/plot.log"
