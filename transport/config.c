@@ -78,6 +78,22 @@ int evs_env_u64(const char *var, uint64_t min, uint64_t max, const char *what, u
 	return 1;
 }
 
+/* EVSTREAM_MEMBARRIER: auto (default: where the kernel allows it) or off
+ * (a fence per commit instead of membarrier() wakeups). */
+int evs_env_membarrier(bool *use)
+{
+	const char *v = getenv("EVSTREAM_MEMBARRIER");
+
+	*use = true;
+	if (!v || !strcasecmp(v, "auto"))
+		return 0;
+	if (!strcasecmp(v, "off")) {
+		*use = false;
+		return 0;
+	}
+	return evs_fail(EINVAL, "EVSTREAM_MEMBARRIER='%s' is not allowed: use auto or off", v);
+}
+
 /* EVSTREAM_TSC: auto (default) or off. */
 static int clock_mode_from_env(enum evs_clock_mode *mode)
 {
@@ -242,14 +258,13 @@ int evs_runtime_dir(const char *opt_dir, char *buf, size_t len)
 	return 0;
 }
 
-int evs_socket_path(const char *dir, const char *name, char *buf, size_t len)
+/* Named by the caller or the user rather than derived from who we are: the
+ * one case where a consumer may trust a directory of another uid. */
+bool evs_runtime_dir_explicit(const char *opt_dir)
 {
-	int n = snprintf(buf, len, "%s/%s.sock", dir, name);
+	const char *env = getenv("EVSTREAM_RUNTIME_DIR");
 
-	if (n < 0 || (size_t)n >= len)
-		return evs_fail(ENAMETOOLONG, "socket path '%s/%s.sock' is longer than %zu bytes: "
-				"use a shorter runtime directory (EVSTREAM_RUNTIME_DIR)", dir, name, len - 1);
-	return 0;
+	return (opt_dir && *opt_dir) || (env && *env);
 }
 
 bool evs_opts_valid(const void *opts, size_t user_sz, size_t known_sz)

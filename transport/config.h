@@ -35,6 +35,8 @@ int evs_parse_u64(const char *s, uint64_t *out); /* with K/M/G/T suffixes */
 int evs_env_u64(const char *var, uint64_t min, uint64_t max, const char *what, uint64_t *out);
 int evs_runtime_dir(const char *opt_dir, char *buf, size_t len);
 int evs_check_name(const char *name);
-int evs_socket_path(const char *dir, const char *name, char *buf, size_t len);
+/* EVSTREAM_MEMBARRIER: *use false for off; -EINVAL naming a bad value. */
+int evs_env_membarrier(bool *use);
+bool evs_runtime_dir_explicit(const char *opt_dir);
 
 #endif

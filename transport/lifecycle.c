@@ -100,7 +100,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 					       const struct evs_producer_opts *opts)
 {
 	struct evs_producer *p = NULL;
-	bool hugetlb;
+	bool hugetlb, use_membarrier;
 	int err;
 
 	evs_clear_errmsg();
@@ -123,10 +123,13 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 	}
 	p->ncores = ncores;
 	p->pid = getpid();
-	p->membarrier = evs_membarrier_register();
 	err = evs_config_resolve(opts, &p->cfg);
 	if (err)
 		goto err_free;
+	err = evs_env_membarrier(&use_membarrier);
+	if (err)
+		goto err_free;
+	p->membarrier = use_membarrier && evs_membarrier_register();
 	err = evs_budget_check(&p->cfg, ncores, &hugetlb);
 	if (err)
 		goto err_free;

@@ -56,10 +56,12 @@ static __always_inline void stream_refresh_cons(struct evs_stream *s)
 	evs_stream_set_limits(s);
 }
 
-/* Two compares against bounds kept up to date off the fast path. */
+/* Two compares against bounds kept up to date off the fast path; as
+ * differences, so that they hold across the wrap of 64-bit counts:
+ * prod_pos <= room_end and committed <= events_end always. */
 static __always_inline bool stream_has_room(const struct evs_stream *s, uint64_t len)
 {
-	return s->prod_pos + len <= s->room_end && s->committed < s->events_end;
+	return s->room_end - s->prod_pos >= len && s->committed != s->events_end;
 }
 
 /*
@@ -234,9 +236,13 @@ static __always_inline void stream_publish(struct evs_stream *s)
 		stream_wake_slow(s);
 }
 
-/* publish() and free: deferred records take one clock read between them. */
+/* publish() and free: deferred records take one clock read between them.
+ * Nothing new to show: no store, and no wake of a consumer that sleeps. */
 void evs_stream_publish(struct evs_stream *s)
 {
+	/* relaxed: our own store, read back */
+	if (READ_ONCE(&s->prod->prod_pos) == s->prod_pos)
+		return;
 	if (s->unstamped)
 		stream_stamp_deferred(s, evs_clock_now(&s->clock));
 	stream_publish(s);

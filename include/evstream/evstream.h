@@ -86,7 +86,7 @@ struct evs_producer_opts {
 struct evs_consumer_opts {
 	size_t sz;
 	const char *runtime_dir;   /* NULL: as for the producer */
-	int timeout_ms;            /* handshake timeout; 0: 2000 ms */
+	int timeout_ms;            /* the whole connect, to the welcome; 0: 2000 ms */
 };
 
 struct evs_producer;
