@@ -241,3 +241,24 @@ def test_ctrl_c_interrupts_a_waiting_iteration(procs, name):
         child.send_signal(signal.SIGINT)
         out, _ = child.communicate(timeout=60)
         assert out.strip() == "interrupted" and child.returncode == 0
+
+
+def test_runtime_dir_argument(tmp_path, procs, name):
+    """A producer and a consumer in another process meet in the directory given."""
+    import subprocess
+    import sys
+    from conftest import env
+    rdir = tmp_path / "run"
+    rdir.mkdir(mode=0o700)
+    with evstream.Producer(name, 1, ring_bytes=1 << 20, runtime_dir=str(rdir)) as p:
+        assert (rdir / (name + ".sock")).exists()
+        child = procs.start([sys.executable, "-c",
+                             "import evstream\n"
+                             "s = evstream.connect(%r, 0, timeout=30, runtime_dir=%r)\n"
+                             "print(bytes(s.read(30).data).decode(), flush=True)\n"
+                             % (name, str(rdir))],
+                            env=env(), stdout=subprocess.PIPE, text=True)
+        assert p.wait_connected(timeout=60)
+        p.emit(0, 4, b"found")
+        out, _ = child.communicate(timeout=60)
+    assert out.strip() == "found" and child.returncode == 0
