@@ -9,6 +9,7 @@ impl=${1:?usage: run.sh native|fallback [pytest args]}
 shift
 cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 PY=${PYTHON:-/usr/bin/python3}
 for m in pytest numpy; do
 	"$PY" -c "import $m" 2>/dev/null || { echo "SKIP: $PY has no $m (python3-$m; make deps)"; exit 77; }
@@ -21,9 +22,9 @@ fi
 run=$(mktemp -d /tmp/evs-pytest-$impl.XXXXXX) || exit 1
 trap 'rm -rf "$run"' EXIT
 export EVSTREAM_PY_IMPL=$impl
-export PYTHONPATH=$PWD/$BUILD/python
-export EVSTREAM_LIBRARY=$PWD/$BUILD/libevstream.so.1
-export EVS_BUILD=$PWD/$BUILD
+export PYTHONPATH=$BUILD/python
+export EVSTREAM_LIBRARY=$BUILD/libevstream.so.1
+export EVS_BUILD=$BUILD
 export EVSTREAM_RUNTIME_DIR=$run
 export PYTHONDONTWRITEBYTECODE=1
 echo "pytest: the evstream package, $impl implementation, $("$PY" -V 2>&1) ($PY)"
