@@ -60,6 +60,13 @@ int bench_pin(int cpu);
 void bench_raise_priority(void);
 /* Run a(arg_a) on the producer CPU and b(arg_b) on the consumer CPU, each
  * in its own pinned thread, and wait for both. */
+/* Twice around core 0's ring before a timed run, on this thread: a
+ * ring's memory is committed as it first fills and the consumer's mapping
+ * faults in at first read, once per ring; the figures are of the ring
+ * after that. */
+struct evs_producer;
+struct evs_consumer;
+void bench_prime(struct evs_producer *p, struct evs_consumer *c, const void *src, size_t size);
 void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b);
 /*
  * Anonymous memory in 4 KiB pages, faulted in; NULL (said) when it cannot

@@ -130,6 +130,7 @@ static int ed_run(struct ed *e, struct evs_stream_stats *st)
 		evs_producer__free(e->p);
 		return -1;
 	}
+	bench_prime(e->p, e->c, e->src, LT_PAYLOAD);
 	if (e->tput)
 		run_start(&e->run);
 	bench_pair(ed_producer, e, ed_consumer, e);

@@ -215,10 +215,7 @@ struct variant {
 	bool no_ts;
 };
 
-/* Once around the ring before the clock starts, on this thread: its
- * memory is committed as it first fills, and the consumer's mapping
- * faults its pages in at first read; a user pays that once per ring, and
- * the figures are of the ring after it. */
+/* As bench_prime(), through this path's consumer call. */
 static void prime_ring(struct tp *t)
 {
 	uint64_t filled = 0, ring = bopt.ring_bytes;

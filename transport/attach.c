@@ -140,8 +140,6 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t r
 	c->cap = ring_bytes;
 	c->cons_pos = cons_pos;
 	c->cons_off = cons_pos % ring_bytes;
-	c->read_pos = cons_pos;
-	c->read_off = c->cons_off;
 	c->prod_cache = cons_pos;
 	c->released = READ_ONCE(&c->map.cons->released);
 	c->core = core;

@@ -54,16 +54,28 @@ static bool producer_gone(struct evs_consumer *c)
 	return c->gone || (++c->empty_peeks % EMPTY_PEEKS_PER_HUP_CHECK == 0 && producer_hung_up(c));
 }
 
+/* After the last handed-out record. Kept in read_pos only while more than
+ * one record is held (peek_next): peek and release, the common pair, then
+ * keep nothing but peek_len. */
+static inline uint64_t consumer_read_pos(const struct evs_consumer *c)
+{
+	if (likely(c->held <= 1))
+		return c->cons_pos + (c->held ? c->peek_len : 0);
+	return c->read_pos;
+}
+
 /* Checks a producer position; 0 when records are pending beyond what
  * was handed out. */
 static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
 {
 	/* more than a ring ahead, behind us, or off the record grid: corrupt */
+	uint64_t read_pos = consumer_read_pos(c);
+
 	if (unlikely(p - c->cons_pos > c->cap || p % EVS_RECORD_ALIGN ||
-		     p - c->cons_pos < c->read_pos - c->cons_pos))
+		     p - c->cons_pos < read_pos - c->cons_pos))
 		return consumer_broken(c);
 	c->prod_cache = p;
-	return p == c->read_pos ? -EAGAIN : 0;
+	return p == read_pos ? -EAGAIN : 0;
 }
 
 /* Returns 0 when a record is pending after the handed-out ones, or a
@@ -74,14 +86,14 @@ static int consumer_fill(struct evs_consumer *c)
 	 * records below prod_pos are complete */
 	uint64_t p = smp_load_acquire(&c->prod->prod_pos);
 
-	if (p != c->read_pos)
+	if (p != consumer_read_pos(c))
 		return consumer_take_pos(c, p);
 	if (!producer_gone(c))
 		return -EAGAIN;
 	/* gone: what it committed before is visible now; look once more (not
 	 * in a loop, so that a position that keeps flipping cannot hold us) */
 	p = smp_load_acquire(&c->prod->prod_pos);
-	if (p != c->read_pos)
+	if (p != consumer_read_pos(c))
 		return consumer_take_pos(c, p);
 	return -EPIPE;
 }
@@ -157,7 +169,8 @@ static __always_inline int64_t consumer_read(struct evs_consumer *c, uint64_t of
 	size = *(const volatile uint64_t *)r;
 	memcpy(&rec->hdr, r, sizeof(rec->hdr));
 	rec->hdr.data_size = size;
-	if (unlikely(avail < EVS_RECORD_HDR || size > avail - EVS_RECORD_HDR))
+	/* no record is larger than the ring (at most 2^46): len cannot wrap */
+	if (unlikely(size > c->cap))
 		return consumer_broken(c);
 	len = evs_record_len(size);
 	if (unlikely(len > avail))
@@ -181,10 +194,6 @@ static __attribute__((noinline)) int consumer_peek_held(struct evs_consumer *c,
 	if (c->held > 1)
 		return consumer_broken(c);
 	c->peek_len = (uint64_t)len;
-	c->read_pos = c->cons_pos + (uint64_t)len;
-	c->read_off = c->cons_off + (uint64_t)len;
-	if (c->read_off >= c->cap)
-		c->read_off -= c->cap;
 	return 0;
 }
 
@@ -209,10 +218,6 @@ EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 		return (int)len;
 	c->peek_len = (uint64_t)len;
 	c->held = 1;
-	c->read_pos = c->cons_pos + (uint64_t)len;
-	c->read_off = c->cons_off + (uint64_t)len;
-	if (c->read_off >= c->cap)
-		c->read_off -= c->cap;
 	return 0;
 }
 
@@ -251,6 +256,13 @@ EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *r
 		return evs_consumer__peek(c, rec);
 	if (c->held >= EVS_CONSUMER_MAX_HELD)
 		return -ENOBUFS;
+	if (c->held == 1) {
+		/* the second held record: from here on read_pos is kept */
+		c->read_pos = c->cons_pos + c->peek_len;
+		c->read_off = c->cons_off + c->peek_len;
+		if (c->read_off >= c->cap)
+			c->read_off -= c->cap;
+	}
 	if (c->read_pos == c->prod_cache) {
 		err = consumer_fill(c);
 		if (err)

@@ -25,7 +25,7 @@ struct evs_consumer {
 	uint64_t cap;
 	uint64_t peek_len;        /* length of the oldest handed-out record (held >= 1) */
 	uint64_t held;            /* records handed out and not released */
-	uint64_t read_pos;        /* after the last handed-out record */
+	uint64_t read_pos;        /* after the last handed-out record, while held > 1 */
 	uint64_t read_off;        /* read_pos % cap */
 	const uint8_t *data;
 	const struct evs_shm_prod *prod;

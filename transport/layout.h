@@ -15,7 +15,7 @@
  *  +--------------------------------------+   the second copy: every payload
  *  | page 1: written by the consumer      |   is contiguous.
  *  |   line 0  cons_pos, released         |
- *  |   line 1  wait (consumer sets, the   |
+ *  |   line 2  wait (consumer sets, the   |
  *  |           producer takes)            |
  *  +--------------------------------------+
  *
@@ -78,8 +78,11 @@ struct evs_shm_cons {
 	/* line 0: consumer-written on every release */
 	_Atomic uint64_t cons_pos;
 	_Atomic uint64_t released;
-	uint8_t pad0[EVS_CACHELINE - 16];
-	/* line 1: the consumer arms it before sleeping, the producer takes it */
+	/* the producer reads wait at every commit: not in the 128-byte block
+	 * of the line the consumer writes at every release, which a CPU's
+	 * adjacent-line prefetch would then pull over with it */
+	uint8_t pad0[2 * EVS_CACHELINE - 16];
+	/* line 2: the consumer arms it before sleeping, the producer takes it */
 	_Atomic uint32_t wait;
 	uint8_t pad1[EVS_CACHELINE - 4];
 };
@@ -87,7 +90,7 @@ struct evs_shm_cons {
 _Static_assert(offsetof(struct evs_shm_prod, prod_pos) == 64, "prod line 1");
 _Static_assert(offsetof(struct evs_shm_prod, dropped_events) == 128, "prod line 2");
 _Static_assert(sizeof(struct evs_shm_prod) <= EVS_CTL_PAGE, "prod page");
-_Static_assert(offsetof(struct evs_shm_cons, wait) == 64, "cons line 1");
+_Static_assert(offsetof(struct evs_shm_cons, wait) == 128, "cons line 2, its own 128-byte block");
 _Static_assert(sizeof(struct evs_shm_cons) <= EVS_CTL_PAGE, "cons page");
 
 static inline uint64_t evs_record_len(uint64_t data_size)
