@@ -123,7 +123,7 @@ static)
   rc=0
   echo "== cppcheck transport/ runtime/"
   cppcheck --quiet --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE \
-    -Iinclude -Itransport --error-exitcode=1 --inline-suppr transport/ runtime/ || rc=1
+    -Iinclude -Itransport -Iruntime --error-exitcode=1 --inline-suppr transport/ runtime/ || rc=1
   echo "== clang-tidy transport/ runtime/"
   # not used: easily-swappable-parameters (style), implicit widening of
   # constant page products, and the C11 Annex K "_s" advice
@@ -131,7 +131,7 @@ static)
   checks+=',-bugprone-implicit-widening-of-multiplication-result'
   checks+=',-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling'
   out=$(clang-tidy --quiet -checks="$checks" --warnings-as-errors='*' transport/*.c runtime/*.c -- \
-    -std=gnu11 -D_GNU_SOURCE -Iinclude -Itransport 2>&1) || rc=1
+    -std=gnu11 -D_GNU_SOURCE -Iinclude -Itransport -Iruntime 2>&1) || rc=1
   grep -vE '^[0-9]+ warnings? generated' <<<"$out"
   [ $rc -eq 0 ] && echo "static: clean"
   exit $rc

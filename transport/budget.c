@@ -20,7 +20,11 @@
 #include "layout.h"
 #include "shm.h"
 
-#define MIB (1024.0 * 1024.0)
+/* Bytes as MiB, for the sentences. */
+static double mib(uint64_t bytes)
+{
+	return (double)bytes / (1024.0 * 1024.0);
+}
 
 /* The value of "key:" in a /proc file like meminfo, in its unit; -1. */
 static long long proc_value(const char *path, const char *key)
@@ -59,7 +63,7 @@ static bool read_u64_file(const char *path, uint64_t *v)
 struct cg_room {
 	uint64_t room;            /* the least headroom along the path */
 	uint64_t limit, usage;    /* where it is */
-	char where[256];
+	char where[1100];
 };
 
 /* Mount point of the memory cgroup hierarchy: cgroup v1 with the memory
@@ -182,7 +186,7 @@ int evs_budget_check(const struct evs_config *cfg, unsigned int ncores, bool *hu
 			return evs_fail(ENOSPC, "EVSTREAM_HUGEPAGES=on but %u rings of %.1f MiB need %lld "
 					"huge pages of 2 MiB and %lld are free: reserve more in "
 					"/proc/sys/vm/nr_hugepages or use auto/off", ncores,
-					huge_ring / MIB, need, free_huge);
+					mib(huge_ring), need, free_huge);
 	}
 	ring = *hugetlb ? huge_ring : round_up(cfg->ring_bytes, page);
 	total = ring * ncores;
@@ -197,8 +201,8 @@ int evs_budget_check(const struct evs_config *cfg, unsigned int ncores, bool *hu
 			return evs_fail(ENOMEM, "%u rings of %.1f MiB need %.1f MiB of address space "
 					"(each is mapped twice) and RLIMIT_AS leaves %.1f MiB: lower "
 					"EVSTREAM_RING_BYTES or NEURON_RT_DEBUG_STREAM_BUFFER_SIZE, or "
-					"raise ulimit -v", ncores, ring / MIB, vm_total / MIB,
-					(rl.rlim_cur > used ? rl.rlim_cur - used : 0) / MIB);
+					"raise ulimit -v", ncores, mib(ring), mib(vm_total),
+					mib(rl.rlim_cur > used ? rl.rlim_cur - used : 0));
 	}
 	/* huge pages come from their own pool, checked above */
 	if (*hugetlb)
@@ -207,12 +211,12 @@ int evs_budget_check(const struct evs_config *cfg, unsigned int ncores, bool *hu
 		return evs_fail(ENOMEM, "%u rings of %.1f MiB (%.1f MiB) do not fit this process's "
 				"memory cgroup: its limit is %.1f MiB (%s) and %.1f MiB are in use; lower "
 				"EVSTREAM_RING_BYTES or NEURON_RT_DEBUG_STREAM_BUFFER_SIZE, or the cores",
-				ncores, ring / MIB, total / MIB, cg.limit / MIB, cg.where, cg.usage / MIB);
+				ncores, mib(ring), mib(total), mib(cg.limit), cg.where, mib(cg.usage));
 	avail_kb = proc_value("/proc/meminfo", "MemAvailable");
 	if (avail_kb > 0 && total > (uint64_t)avail_kb * 1024)
 		return evs_fail(ENOMEM, "%u rings of %.1f MiB (%.1f MiB) are more than the %.1f MiB "
 				"of memory available (MemAvailable in /proc/meminfo); lower "
 				"EVSTREAM_RING_BYTES or NEURON_RT_DEBUG_STREAM_BUFFER_SIZE, or the cores",
-				ncores, ring / MIB, total / MIB, avail_kb / 1024.0);
+				ncores, mib(ring), mib(total), (double)avail_kb / 1024.0);
 	return 0;
 }
