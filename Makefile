@@ -32,9 +32,10 @@ OPT      ?= -O2
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(OPT) $(CFLAGS) -D_GNU_SOURCE -Iinclude -MMD -MP
-# -fno-tree-slp-vectorize: gcc 12 turns the producer's header stores into
-# vector stores built from the stack, which cost more than the scalar
-# stores on the emit path (docs/design-notes.md, "Emit").
+# -fno-tree-slp-vectorize: gcc 12 pairs the per-event path's 64-bit updates
+# (record counters, header fields, read cursors) into vector operations
+# whose results are read back as scalars, a longer chain on every event
+# (docs/design-notes.md, "Emit").
 LIB_CFLAGS := $(ALL_CFLAGS) -fPIC -fvisibility=hidden -fno-tree-slp-vectorize
 LDLIBS_LIB := -lpthread
 

@@ -76,6 +76,17 @@ bench: deps check-env bpffs
 	gnuplot -e "dir='$(BENCH_OUT)'" bench/plot.gp
 	@echo "bench: $(BENCH_OUT)/results.json, $(BENCH_OUT)/throughput.svg, $(BENCH_OUT)/latency.svg"
 
+# The results in docs/benchmarks.md and README.md, with their plots in
+# docs/img, regenerated from the reports in docs/: one per host kind,
+# docs/bench-results-<cpu vendor>-<clocksource>.json. With
+# BENCH_RESULTS=FILE (a full make bench run's results.json), FILE first
+# becomes its host kind's report; bench/table.py refuses a --quick or
+# partial run.
+.PHONY: bench-page
+bench-page:
+	/usr/bin/python3 bench/table.py $(if $(BENCH_RESULTS),--store $(BENCH_RESULTS)) --plots docs/img \
+		--update docs/benchmarks.md --update README.md $(wildcard docs/bench-results-*.json)
+
 # A short end-to-end run of evs-bench in `make test` (structure, not speed).
 TESTS += bench/smoke.sh
 bench/smoke.sh: $(BENCH_BIN)

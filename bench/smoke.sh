@@ -112,11 +112,32 @@ for bad in lim tputs "" all; do
 		{ cat "$out/bad.log"; echo "FAIL: --only '$bad' gave exit $rc"; exit 1; }
 done
 
-# bench/table.py: the report in docs/ gives its tables; bad arguments
-# exit 2 and say why
-"$py" bench/table.py docs/bench-results-latest.json > "$out/table.md" 2>&1 &&
-	grep -q "^| drop with eBPF attached, ns per event | ≤ 10 ns | " "$out/table.md" ||
-	{ cat "$out/table.md"; echo "FAIL: bench/table.py on docs/bench-results-latest.json"; exit 1; }
+# bench/table.py: every report in docs/ gives its tables, and the results
+# in docs/benchmarks.md and README.md are what the reports make of them;
+# a report of this run fills its host kind's section of a copy of the page
+# (and draws its plots); bad arguments exit 2 and say why
+reports=(docs/bench-results-*.json)
+for r in "${reports[@]}"; do
+	"$py" bench/table.py "$r" > "$out/table.md" 2>&1 &&
+		grep -q "^| drop with eBPF attached, ns per event | ≤ 10 ns | " "$out/table.md" ||
+		{ cat "$out/table.md"; echo "FAIL: bench/table.py on $r"; exit 1; }
+done
+"$py" bench/table.py --check --update docs/benchmarks.md --update README.md "${reports[@]}" 2> "$out/check.log" ||
+	{ cat "$out/check.log"; echo "FAIL: docs/benchmarks.md or README.md is not what bench/table.py makes of" \
+		"${reports[*]} (make bench-page)"; exit 1; }
+key=$("$py" bench/table.py --key "$out/tput.json")
+cp docs/benchmarks.md "$out/page.md"
+plots=()
+command -v gnuplot > /dev/null && plots=(--plots "$out/img")
+"$py" bench/table.py "${plots[@]}" --update "$out/page.md" "$out/tput.json" 2> "$out/update.log" &&
+	sed -n "/^<!-- results:$key begin -->\$/,/^<!-- results:$key end -->\$/p" "$out/page.md" > "$out/section.md" &&
+	grep -q '^| `reserve+peek` | default, zero-copy | ' "$out/section.md" &&
+	grep -q '^| 64 B `reserve`/`commit` + `peek`, × bare ring | ≥ 1× | ' "$out/page.md" ||
+	{ cat "$out/update.log" "$out/section.md"; echo "FAIL: bench/table.py --update with this run's report ($key)"; exit 1; }
+if [ ${#plots[@]} -gt 0 ]; then
+	[ -s "$out/img/bench-$key-throughput.svg" ] ||
+		{ cat "$out/update.log"; echo "FAIL: bench/table.py --plots drew no bench-$key-*.svg"; exit 1; }
+fi
 table_bad() { # expected-text args...
 	want=$1; shift
 	"$py" bench/table.py "$@" > "$out/bad.log" 2>&1
@@ -125,9 +146,15 @@ table_bad() { # expected-text args...
 		{ cat "$out/bad.log"; echo "FAIL: bench/table.py $* gave exit $rc"; exit 1; }
 }
 table_bad "no RUN.json given"
-table_bad "--main 2: must be 1 to 1" --main 2 docs/bench-results-latest.json
-table_bad "--main needs a run number, got x" --main x docs/bench-results-latest.json
+table_bad "--main 2: must be 1 to 1" --main 2 "${reports[0]}"
+table_bad "--main needs a run number, got x" --main x "${reports[0]}"
 table_bad "$out/none.json: " "$out/none.json"
+table_bad "--update needs a file, got nothing" --update
+table_bad "--update $out/table.md: no <!-- results:NAME begin -->" --update "$out/table.md" "${reports[0]}"
+table_bad "--store $out/tput.json: a --quick run, not a result to keep" --store "$out/tput.json" --update "$out/page.md"
+table_bad "--check, --store and --plots go with --update" --check "${reports[0]}"
+table_bad "more than one report of host kind $("$py" bench/table.py --key "${reports[0]}")" --page "${reports[0]}" "${reports[0]}"
+table_bad "--bogus: no such option" --bogus "${reports[0]}"
 
 "$py" - "$out/tput.json" "$out/drops.json" "$out/cost.json" "$out/lat.json" "$out/limits.json" "$out/wait.json" "$out/nrt.json" <<'PY' || exit 1
 import json, sys

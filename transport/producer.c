@@ -178,7 +178,7 @@ static void stream_wake_slow(struct evs_stream *s)
  * nothing is visible to the consumer until stream_publish(). All of the
  * header is written here, at once: a consumer waiting for this record
  * polls (and prefetches) this line, and stores split between reserve and
- * commit would hand it over twice. */
+ * commit would hand it over twice (docs/design-notes.md, "Emit"). */
 static __always_inline void stream_seal(struct evs_stream *s, uint64_t timestamp_ns)
 {
 	struct evs_event_header *h = (struct evs_event_header *)(s->data + s->prod_off);
@@ -337,8 +337,7 @@ EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core)
 /* Write a whole record the admit step allowed; out of line, so that
  * only this path saves the caller's registers. It looks at burst_events
  * again rather than having a path of its own for the first write after
- * drops: that path, tried, was 3 % faster on one core without timestamps
- * but 8-10 % slower through two cores (docs/benchmarks.md). */
+ * drops, which was slower through two cores (docs/design-notes.md, "Emit"). */
 static __attribute__((noinline)) int stream_write(struct evs_stream *s, uint32_t type,
 						  const void *data, size_t size)
 {

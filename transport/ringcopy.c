@@ -3,17 +3,10 @@
  * Copying a payload into the ring. Small payloads go through memcpy();
  * large ones bypass the producer's caches with non-temporal stores: the
  * producer never reads them again, and the consumer reads them on another
- * core. With memcpy() every line of a large payload is first read into the
- * producer's cache (for ownership), then pulled out of it by the consumer.
- * Measured on the 2-vCPU machines against the same build without streaming
- * (docs/benchmarks.md): 1 MiB zero-copy events 0.69-0.77x -> 0.84-1.03x a
- * memcpy's bandwidth, 64 KiB ones +5 %; streaming 1 KiB copies made those
- * events 4x slower, hence the threshold.
- *
- * Hand-written, not glibc's memcpy(): glibc switches to non-temporal stores
- * only above x86_non_temporal_threshold, three quarters of the shared cache
- * (24 MiB with a 32 MiB L3), and that is set once per process from
- * GLIBC_TUNABLES, which a library cannot change for its own copies.
+ * core, so a line read for ownership would only have to be pulled out of
+ * the producer's cache again. Hand-written because glibc's memcpy() streams
+ * only above a per-process threshold a library cannot set. Why from
+ * 64 KiB, and the measurements: docs/design-notes.md, "Streaming stores".
  */
 #include <string.h>
 

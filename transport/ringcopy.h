@@ -13,7 +13,8 @@
 
 #include "atomics.h"
 
-/* From here on streaming wins; below it loses (docs/design-notes.md). */
+/* From here on streaming wins; below it loses (docs/design-notes.md,
+ * "Streaming stores"). */
 #define EVS_RING_COPY_STREAMING (64 * 1024)
 
 #if defined(__x86_64__)
