@@ -81,7 +81,7 @@ def spread(lo, hi):
 
 # Reports from before the paths were named by their two calls: path ->
 # (producer, consumer). "stayaway" was a consumer that stayed away 20 us
-# from an empty ring; the consumer now paces itself (docs/design-notes.md).
+# from an empty ring (docs/design-notes.md, "Pacing (not kept)").
 OLD_PATHS = {"copy": ("emit", "nrt"), "zerocopy": ("reserve", "peek"), "batch": ("reserve", "consume"),
              "deferred32": ("deferred32", "peek"), "zcwait": ("reserve", "wait"),
              "zcdelay": ("reserve", "stayaway")}
@@ -228,7 +228,7 @@ PATHS = [
 ]
 
 OLD_NOTE = ("Measured with the library and the benchmark as they were before the current round of "
-            "changes: no pacing in the consumer, rings not filled before the clock started, no "
+            "changes: rings not filled before the clock started, no "
             "LTTng-UST peer, targets against a pipe. Its path names are mapped (copy: `emit+nrt`, "
             "zerocopy: `reserve+peek`, batch: `reserve+consume`, zcwait: `reserve+wait`, zcdelay: "
             "`reserve+stayaway`); it has no `emit+peek`, `emit+consume` or LTTng-UST figures. Not "

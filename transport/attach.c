@@ -144,7 +144,6 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t r
 	c->released = READ_ONCE(&c->map.cons->released);
 	c->core = core;
 	c->membarrier = membarrier;
-	evs_consumer_pace_init(c);
 	return 0;
 }
 

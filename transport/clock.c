@@ -160,12 +160,6 @@ static void clock_anchor(struct evs_clock *c, const struct clock_pair *p)
 	c->span = ticks_of(EVS_CLOCK_ANCHOR_NS, c->mult);
 }
 
-uint64_t evs_tsc_ticks(uint64_t ns)
-{
-	pthread_once(&proc.once, proc_calibrate);
-	return proc.usable ? ticks_of(ns, proc.mult) : 0;
-}
-
 void evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode)
 {
 	struct clock_pair p;

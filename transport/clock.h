@@ -43,9 +43,6 @@ struct evs_clock {
 /* Set up a stream's clock; the first call in a process measures the TSC
  * rate (~2 ms). */
 void evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode);
-/* TSC ticks in ns nanoseconds where the TSC is invariant, else 0; the
- * first call in a process measures the TSC rate (~2 ms). */
-uint64_t evs_tsc_ticks(uint64_t ns);
 /* Out of the fast path: the anchor is old (or there is no TSC). */
 uint64_t evs_clock_slow(struct evs_clock *c);
 

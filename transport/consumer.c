@@ -14,7 +14,6 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 
-#include "clock.h"
 #include "consumer.h"
 #include "membarrier.h"
 #include "stats.h"
@@ -98,59 +97,15 @@ static int consumer_fill(struct evs_consumer *c)
 	return -EPIPE;
 }
 
-/*
- * Pacing. A consumer right behind a producer that streams reads prod_pos
- * and each record's lines while the producer writes them: every record
- * then crosses between the cores twice, and both sides wait on it. So a
- * consumer that has caught up with a stream does not look again for
- * EVS_PACE_NS after its last refill: the producer writes a few records
- * undisturbed and the consumer takes them from behind, one crossing for
- * the lot. A stream is what finds records within EVS_IDLE_NS of a look
- * that found none (or with no empty look between): after a longer quiet,
- * the next look is at once, so that sparse events keep the latency of a
- * consumer that spins (docs/design-notes.md, "Pacing").
- */
-#define EVS_PACE_NS 300
-#define EVS_IDLE_NS 5000
-
-void evs_consumer_pace_init(struct evs_consumer *c)
+/* The ring looked empty by what we knew: look at prod_pos. */
+static int consumer_look(struct evs_consumer *c)
 {
-	const char *pace = getenv("EVS_PACE_NS"), *idle = getenv("EVS_IDLE_NS");
-
-	c->pace_ticks = evs_tsc_ticks(pace ? strtoull(pace, NULL, 10) : EVS_PACE_NS);
-	c->idle_ticks = evs_tsc_ticks(idle ? strtoull(idle, NULL, 10) : EVS_IDLE_NS);
-}
-
-/* The ring looked empty by what we knew: look at prod_pos, unless a
- * streaming producer is given its moment. 0 when records are pending. */
-static __attribute__((noinline)) int consumer_look(struct evs_consumer *c)
-{
-	uint64_t now = 0;
-	int err;
-
-	if (c->pace_ticks) {
-		now = evs_tsc();
-		if (now < c->look_after)
-			return -EAGAIN;
-	}
 	/* the next header is where the next record will start: start
 	 * pulling its line now, so that when prod_pos moves both lines
 	 * cross from the producer's core at once instead of one after
 	 * the other (a hint only; the header is read after the acquire) */
 	__builtin_prefetch(c->data + c->cons_off);
-	err = consumer_fill(c);
-	if (!c->pace_ticks)
-		return err;
-	if (err) {
-		if (!c->empty_since)
-			c->empty_since = now;
-		return err;
-	}
-	/* found records: a stream if they came soon after an empty look */
-	c->look_after = !c->empty_since || now - c->empty_since < c->idle_ticks ?
-			now + c->pace_ticks : 0;
-	c->empty_since = 0;
-	return 0;
+	return consumer_fill(c);
 }
 
 /*
