@@ -57,7 +57,7 @@ says() {
 }
 
 # evs-dump --cores takes digits, commas and ranges only
-for bad in +1 " 1" 1- 2-1 0,,1; do
+for bad in +1 " 1" 1- 2-1 0,,1 ""; do
 	says "--cores '$bad': use a list like 0,2-3" "$B/evs-dump" --cores "$bad" -o "$T/d" x
 done
 # ... and cores 0 to 4095: a core beyond is named with the range
