@@ -19,7 +19,7 @@ $(BUILD)/tests/test_dump_npy: $(BUILD)/tools/dump_writer.o $(BUILD)/tools/previe
 # message naming it (tools/common/cli.h).
 CLI_TEST := tests/cli_options.sh
 TESTS    += $(CLI_TEST)
-$(CLI_TEST): $(BUILD)/evs-dump $(BUILD)/evs-demo $(BUILD)/evs-soak $(BUILD)/evs-example
+$(CLI_TEST): $(BUILD)/evs-dump $(BUILD)/evs-demo $(BUILD)/evs-soak $(BUILD)/evs-example $(BUILD)/evs-bench
 
 # End to end through the real processes (tests/dump/lib.sh is their helper;
 # tests/dump/peer.c, producers evs-demo is not: self-contradicting payloads,
