@@ -318,7 +318,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("badinput");
-	TCase *tc = tcase_create("badinput");
+	TCase *tc = evs_tcase("badinput");
 
 	tcase_add_checked_fixture(tc, NULL, unset_env);
 	tcase_add_test(tc, test_badinput_core_out_of_range);

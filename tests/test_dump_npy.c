@@ -438,7 +438,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("dump_npy");
-	TCase *tc = tcase_create("npy");
+	TCase *tc = evs_tcase("npy");
 
 	tcase_add_test(tc, test_npy_header_matches_numpy_save_byte_for_byte);
 	tcase_add_test(tc, test_npy_header_scalar_1d_8d_empty_byte_for_byte);
