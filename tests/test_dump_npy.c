@@ -345,7 +345,7 @@ START_TEST(test_dump_writer_keeps_contradictions_and_unloadable_shapes_out_of_np
 {
 	static char base[] = "/tmp/evs-npytest-XXXXXX";
 	char dir[512], line[2048], path[600];
-	uint8_t buf[2048];
+	uint8_t buf[2048] = { 0 };
 	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)buf;
 	struct dump_writer w = { .print = false };
 	struct evs_event_header h = { .type = EVS_EVENT_TENSOR_READ };
