@@ -287,8 +287,17 @@ static int index_line(struct dump_writer *w, unsigned int core, const struct evs
 	fprintf(f, "{\"seq\":%" PRIu64 ",\"core\":%u,\"ts_ns\":%" PRIu64 ",\"gap\":%" PRIu64,
 		h->seq, core, h->timestamp_ns, gap);
 	if (!ev) {
-		fprintf(f, ",\"kind\":\"bad\",\"type\":%u,\"size\":%" PRIu64 ",\"file\":null}\n",
+		fprintf(f, ",\"kind\":\"bad\",\"type\":%u,\"size\":%" PRIu64 ",\"file\":",
 			h->type, h->data_size);
+		if (file)
+			json_put_str(f, file);
+		else
+			fputs("null", f);
+		if (file)
+			fprintf(f, ",\"offset\":%" PRIu64, raw_off);
+		if (werr)
+			fprintf(f, ",\"error\":\"%s\"", strerror(-werr));
+		fputs("}\n", f);
 		goto out;
 	}
 	fprintf(f, ",\"kind\":\"%s\",\"pipe\":%u", ev->is_print ? "print" : "tensor", ev->pipe);
@@ -376,6 +385,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	char dbuf[NPY_DESCR_MAX];
 	const char *fname = NULL, *descr = NULL, *note = NULL;
 	uint64_t gap, raw_off = 0;
+	bool bad;
 	int err = 0;
 
 	if (!c)
@@ -392,11 +402,21 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	if (++w->events % RESERVE_EVERY == 0)
 		index_reserve(w);
 
-	if (h->type != EVS_EVENT_TENSOR_READ || evs_tensor_parse(payload, h->data_size, &ev)) {
-		/* neither printed nor written: its fields contradict each other */
+	bad = h->type != EVS_EVENT_TENSOR_READ || evs_tensor_parse(payload, h->data_size, &ev);
+	if (bad) {
+		/* its fields contradict each other: neither printed nor made a
+		 * .npy; a raw dump keeps its record, as it keeps every one */
 		c->bad++;
 		w->bad++;
-		return index_put(w, index_line(w, core, h, gap, NULL, NULL, NULL, 0, 0, NULL));
+		if (w->mode == DUMP_RAW) {
+			err = write_raw(c, h, payload, &raw_off);
+			if (err)
+				count_failure(w, c, c->file, err);
+			else
+				fname = c->file;
+		}
+		err = index_put(w, index_line(w, core, h, gap, NULL, NULL, fname, raw_off, err, NULL));
+		goto indexed;
 	}
 	if (!ev.is_print) {
 		/* cannot fail: a parsed tensor has an element size */
@@ -424,6 +444,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 		fname = c->file;
 
 	err = index_put(w, index_line(w, core, h, gap, &ev, descr, fname, raw_off, err, note));
+indexed:
 	if (err) {
 		/* no file without its line */
 		if (fname && w->mode == DUMP_NPY) {
@@ -434,7 +455,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 		}
 		return err;
 	}
-	if (fname && !ev.is_print) {
+	if (fname && !bad && !ev.is_print) {
 		c->tensors++;
 		c->bytes += ev.bytes;
 		w->bytes += ev.bytes;

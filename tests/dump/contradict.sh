@@ -44,4 +44,17 @@ assert len(npys) == 3, npys
 print("index: 2 bad, 3 empty tensors without .npy (true shapes kept), 3 .npy files")
 PYEOF
 "$PY" demo/verify_dump.py "$T/x" || fail "verify_dump.py: a .npy that NumPy cannot load"
-ok "contradicting tensors indexed as bad, no preview, exit 1; empty tensors of any shape indexed, every .npy loads with NumPy"
+
+# The same through a raw dump and the converter: the same index lines
+"$PEER" "$NAME" contradict 2>"$T/peer.err" &
+peer=$!
+PIDS+=("$peer")
+start_dump "$T/r" --raw --no-print
+wait_pid "$peer" 20 || { cat "$T/peer.err"; fail "dump-peer exited with $?"; }
+wait_pid "$DUMP_PID" 20
+"$DUMP" --convert "$T/r" -o "$T/rn" 2>"$T/rn.err"
+grep -q "3 empty tensors have shapes NumPy cannot represent" "$T/rn.err" || { cat "$T/rn.err"; fail "convert: no word of the unrepresentable shapes"; }
+strip() { sed 's/"ts_ns":[0-9]*,//' "$1"; }
+[ "$(strip "$T/x/index.jsonl")" = "$(strip "$T/rn/index.jsonl")" ] || { diff <(strip "$T/x/index.jsonl") <(strip "$T/rn/index.jsonl"); fail "converted index differs"; }
+"$PY" demo/verify_dump.py "$T/rn" >/dev/null || fail "verify_dump.py of the converted dump"
+ok "contradicting tensors indexed as bad, no preview, exit 1; empty tensors of any shape indexed, every .npy loads with NumPy; the same through --raw and --convert"
