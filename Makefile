@@ -79,7 +79,7 @@ lib: $(LIB_SO) $(BUILD)/$(SONAME) $(BUILD)/libevstream.so $(LIB_A) $(PC)
 
 $(BUILD)/transport/%.o: transport/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) -c $< -o $@
+	$(CC) $(LIB_CFLAGS) -Iruntime -c $< -o $@
 
 # The runtime layer (tensor events, the reference API) sits on the
 # transport and may use its internal helpers (ringcopy.h, atomics.h).

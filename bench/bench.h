@@ -60,6 +60,13 @@ int bench_pin(int cpu);
 void bench_raise_priority(void);
 /* Run a(arg_a) on the producer CPU and b(arg_b) on the consumer CPU, each
  * in its own pinned thread, and wait for both. */
+/* Twice around core 0's ring before a timed run, on this thread: a
+ * ring's memory is committed as it first fills and the consumer's mapping
+ * faults in at first read, once per ring; the figures are of the ring
+ * after that. */
+struct evs_producer;
+struct evs_consumer;
+void bench_prime(struct evs_producer *p, struct evs_consumer *c, const void *src, size_t size);
 void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b);
 /*
  * Anonymous memory in 4 KiB pages, faulted in; NULL (said) when it cannot
@@ -105,6 +112,7 @@ struct bench_opts {
 	const char *variant;    /* throughput: only variants containing this */
 	long payload;           /* throughput: only this payload size, -1 all */
 	int rounds;             /* rounds per throughput payload and per latency case, 1 to MAX_ROUNDS */
+	double window;          /* drop-free: seconds per trial */
 };
 #define MAX_ROUNDS 9
 extern struct bench_opts bopt;
@@ -125,7 +133,9 @@ struct tput tput_of(double ev_s, size_t size);
 
 /* Results kept for the targets summary. */
 /* Its median ratio to the pipe, or to memcpy, within rounds; NAN if not run. */
-double tput_ratio(const char *variant, size_t payload, bool vs_memcpy);
+enum tput_base { VS_PIPE, VS_MEMCPY, VS_BARE };
+/* A path's paired ratio (median over the rounds) to a base: NAN if not run. */
+double tput_ratio(const char *variant, size_t payload, enum tput_base base);
 /* A latency case of this run: the medians of its ratios within each round. */
 struct lat_case {
 	char name[64];
@@ -159,6 +169,13 @@ void cost_run(void);
 void latency_run(void);
 void drops_run(void);
 void drops_bpf_fold(void);
+/* LTTng-UST next to evstream's default 64-byte path (lttng.c) */
+void lttng_run(void);
+void dropfree_run(void);
+/* Stops LTTng's peer process and its session daemon, if they run. */
+void lttng_done(void);
+/* evstream default 64 B events/s / LTTng-UST's, in rounds; NAN if not measured */
+double lttng_ratio(void);
 
 /* Report: human lines on stdout, or one JSON document with --json. */
 void rep_begin(void);                          /* the document's opening brace */

@@ -1,11 +1,37 @@
 # evs-bench: throughput and latency next to the limits and alternatives.
-# `make bench` (deps first, huge pages and bpffs when root) runs it, folds
-# in evs-bench-drops when that exists, and draws the plots; about four
-# minutes (BENCH_ARGS=--quick: about one).
+# `make bench` (deps first, huge pages and bpffs when root) runs it (about
+# six minutes, two of them for LTTng-UST and the drop-free search;
+# BENCH_ARGS=--quick: about a minute and a half), folds in evs-bench-drops
+# when that exists, and draws the plots.
 BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
               bench/tput.c bench/lat.c bench/drop_rate.c bench/bare.c \
-              bench/cost.c bench/floor.c
+              bench/cost.c bench/floor.c bench/lttng.c bench/lttng_ctf.c \
+              bench/lttng_peer.c
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o)
+
+# LTTng-UST, the peer of the lttng and dropfree parts, where its headers are
+# (pkg-config lttng-ust; EVS_NO_LTTNG=1 builds without it all the same).
+# evs-bench itself holds the call site (with liblttng-ust-tracepoint, which
+# only registers it) and dlopen()s the provider, a shared object linked with
+# liblttng-ust, in its LTTng process only: the tracer and its threads are
+# in no other part. The mode is kept in a file so that switching it
+# rebuilds what depends on it.
+BENCH_LTTNG := $(if $(EVS_NO_LTTNG),off-forced,$(shell pkg-config --exists lttng-ust 2>/dev/null && \
+	echo on || echo off-missing))
+BENCH_LTTNG_MODE := $(BUILD)/bench/lttng.mode
+$(shell mkdir -p $(BUILD)/bench; [ "$$(cat $(BENCH_LTTNG_MODE) 2>/dev/null)" = $(BENCH_LTTNG) ] || \
+	echo $(BENCH_LTTNG) > $(BENCH_LTTNG_MODE))
+BENCH_LTTNG_TP := $(BUILD)/evs-bench-lttng-tp.so
+ifeq ($(BENCH_LTTNG),on)
+BENCH_LTTNG_CFLAGS := -DEVS_BENCH_LTTNG -Ibench $(shell pkg-config --cflags lttng-ust)
+BENCH_LTTNG_DEPS := $(BENCH_LTTNG_TP)
+PROGRAMS += $(BENCH_LTTNG_TP)
+else
+# what its rows say instead of figures
+BENCH_LTTNG_OFF := $(if $(EVS_NO_LTTNG),EVS_NO_LTTNG set,liblttng-ust-dev missing)
+BENCH_LTTNG_CFLAGS := -DEVS_BENCH_LTTNG_OFF='"$(BENCH_LTTNG_OFF)"'
+LEFT_OUT += the bench's LTTng-UST peer ($(BENCH_LTTNG_OFF))
+endif
 BENCH_BIN  := $(BUILD)/evs-bench
 BENCH_OUT  ?= $(BUILD)/bench-results
 BENCH_ARGS ?=
@@ -13,8 +39,19 @@ BENCH_ARGS ?=
 BENCH_HUGEPAGES ?= 96
 PROGRAMS   += $(BENCH_BIN)
 
-$(BENCH_BIN): $(BENCH_OBJS) $(TOOLS_LIB) $(BUILD)/libevstream.so
-	$(CC) $(OPT) $(CFLAGS) -o $@ $(BENCH_OBJS) $(TOOLS_LIB) $(PROG_LDFLAGS) $(PROG_LDLIBS) -lm
+$(BUILD)/bench/lttng_peer.o: PROG_CFLAGS += $(BENCH_LTTNG_CFLAGS)
+$(BUILD)/bench/lttng_peer.o: $(BENCH_LTTNG_MODE)
+
+# the tracepoint provider: the probes, and liblttng-ust with them
+$(BUILD)/bench/lttng_tp.o: bench/lttng_tp.c bench/lttng_tp.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Ibench $(shell pkg-config --cflags lttng-ust) -fPIC -c $< -o $@
+
+$(BENCH_LTTNG_TP): $(BUILD)/bench/lttng_tp.o
+	$(CC) $(OPT) $(CFLAGS) -shared -Wl,--no-as-needed -o $@ $< $(LDFLAGS) $(shell pkg-config --libs lttng-ust)
+
+$(BENCH_BIN): $(BENCH_OBJS) $(TOOLS_LIB) $(BUILD)/libevstream.so $(BENCH_LTTNG_DEPS) $(BENCH_LTTNG_MODE)
+	$(CC) $(OPT) $(CFLAGS) -o $@ $(BENCH_OBJS) $(TOOLS_LIB) $(PROG_LDFLAGS) $(PROG_LDLIBS) -lm -ldl
 
 .PHONY: bench bench-build
 bench-build: lib $(BENCH_BIN)

@@ -101,6 +101,24 @@ void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b
 	pthread_join(tb, NULL);
 }
 
+void bench_prime(struct evs_producer *p, struct evs_consumer *c, const void *src, size_t size)
+{
+	uint64_t filled = 0;
+	struct evs_record rec;
+
+	while (filled < 2 * bopt.ring_bytes) {
+		uint64_t n = 0;
+
+		while (evs_producer__emit(p, 0, 1, src, size) == 0)
+			n++;
+		filled += n * (64 + ((size + 7) & ~(size_t)7));
+		while (evs_consumer__peek(c, &rec) == 0)
+			evs_consumer__release(c);
+		if (!n)
+			break;
+	}
+}
+
 void bench_spin_until(uint64_t t)
 {
 	while (cli_now_ns() < t)

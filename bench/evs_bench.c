@@ -2,10 +2,10 @@
 /*
  * evs-bench: evstream's throughput and latency next to the physical limits
  * (memcpy, a cache line between two cores, an eventfd wakeup) and the
- * alternatives (a pipe, a Unix socket), all measured in the same run with
- * the producer pinned to CPU 0 and the consumer to CPU 1. Every evstream
- * figure is printed as a ratio, because on a shared machine only ratios
- * taken side by side mean something.
+ * alternatives (a pipe, a Unix socket, LTTng-UST with a real session), all
+ * measured in the same run with the producer pinned to CPU 0 and the
+ * consumer to CPU 1. Every evstream figure is printed as a ratio, because
+ * on a shared machine only ratios taken side by side mean something.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,9 +25,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: evs-bench [--quick] [--json] [--secs S] [--ring-mb N] [--plot-dir DIR]\n"
-		"                 [--drops-json FILE] [--only limits|tput|cost|lat|drops]\n"
-		"                 [--variant SUBSTR] [--payload BYTES] [--rounds N]\n"
-		"  --quick        shorter runs (about a minute in all instead of four)\n"
+		"                 [--drops-json FILE] [--only limits|tput|cost|lat|drops|lttng|dropfree]\n"
+		"                 [--variant SUBSTR] [--payload BYTES] [--rounds N] [--window S]\n"
+		"  --quick        shorter runs (about a minute and a half in all instead of six)\n"
 		"  --json         one JSON document on stdout; the human table goes to stderr\n"
 		"  --secs S       measured seconds per throughput point, 0.001 to 3600\n"
 		"                 (default 0.5, quick 0.15)\n"
@@ -37,6 +37,8 @@ static void usage(FILE *f)
 		"                 within a round\n"
 		"  --variant S    throughput: only the paths whose name contains S\n"
 		"  --payload B    throughput: only this payload size: 0, 64, 1K, 64K, 1M or 4M\n"
+		"  --window S     drop-free rate: seconds of each trial, 0.01 to 3600\n"
+		"                 (default 10, quick 2)\n"
 		"  --plot-dir DIR write throughput.dat and latency.dat for bench/plot.gp\n"
 		"  --drops-json F fold the output of evs-bench-drops --json into the report\n");
 }
@@ -111,6 +113,7 @@ static void machine(void)
 	rep_int("ring_bytes", bopt.ring_bytes);
 	rep_int("cpu_producer", BENCH_CPU_PRODUCER);
 	rep_int("cpu_consumer", BENCH_CPU_CONSUMER);
+	rep_num("dropfree_window_s", bopt.window);
 }
 
 static void target(const char *name, double value, double goal, bool at_least, const char *unit)
@@ -137,19 +140,18 @@ static void targets(void)
 
 	say("\n== targets (ratios within this run)\n");
 	rep_section("targets");
-	target("64 B zero-copy events/s, x pipe", tput_ratio("zerocopy/normal", 64, false), 50, true, "x");
-	target("64 B batch events/s, x pipe", tput_ratio("batch/normal", 64, false), 50, true, "x");
-	target("64 B zero-copy, no timestamps, x pipe", tput_ratio("zerocopy/normal/no-ts", 64, false),
-	       50, true, "x");
-	target("64 B deferred32, no timestamps, x pipe",
-	       tput_ratio("deferred32/normal/no-ts", 64, false), 50, true, "x");
-	target("64 B deferred32, x pipe", tput_ratio("deferred32/normal", 64, false), 50, true, "x");
-	target("64 B zero-copy, consumer stays away 20 us, x pipe",
-	       tput_ratio("zcdelay/normal", 64, false), 50, true, "x");
-	target("64 B zero-copy, stays away, no timestamps, x pipe",
-	       tput_ratio("zcdelay/normal/no-ts", 64, false), 50, true, "x");
-	target("1 MiB zero-copy GB/s, x memcpy", tput_ratio("zerocopy/normal", 1 << 20, true), 0.8, true, "x");
-	target("1 MiB zero-copy huge pages GB/s, x memcpy", tput_ratio("zerocopy/huge", 1 << 20, true), 0.8, true, "x");
+	/* the default paths, timestamps on: what a runtime and a reader get */
+	target("64 B emit + peek, x bare SPSC ring", tput_ratio("emit+peek", 64, VS_BARE), 1, true, "x");
+	target("64 B reserve/commit + peek, x bare SPSC ring", tput_ratio("reserve+peek", 64, VS_BARE),
+	       1, true, "x");
+	target("64 B emit + consume, x bare SPSC ring", tput_ratio("emit+consume", 64, VS_BARE), 1,
+	       true, "x");
+	target("64 B emit + read_one_event, x bare SPSC ring", tput_ratio("emit+nrt", 64, VS_BARE), 1,
+	       true, "x");
+	target("1 MiB reserve/commit + peek GB/s, x memcpy", tput_ratio("reserve+peek", 1 << 20, VS_MEMCPY),
+	       0.8, true, "x");
+	target("1 MiB reserve/commit + peek, huge pages, x memcpy",
+	       tput_ratio("reserve+peek/huge", 1 << 20, VS_MEMCPY), 0.8, true, "x");
 	target("busy-poll p50, x cache-line one-way",
 	       busy ? busy->p50_x_limit : NAN, 1.5, false, "x");
 	target("busy-poll p99.9, x cache-line one-way",
@@ -157,6 +159,7 @@ static void targets(void)
 	target("sleeping p50, x raw eventfd wake (read)",
 	       sl ? sl->p50_x_limit : NAN, 1.2, false, "x");
 	target("drop with eBPF attached, ns per event", drops_bpf_ns(), 10, false, "ns");
+	target("evstream default 64 B, x LTTng-UST", lttng_ratio(), 3, true, "x");
 	rep_section_end();
 	/* not targets: what the machine allows the busy-poll figures, from
 	 * the one-line message at the same rate in the same rounds (in the
@@ -198,7 +201,7 @@ int main(int argc, char **argv)
 		{ "plot-dir", required_argument, NULL, 'p' }, { "drops-json", required_argument, NULL, 'd' },
 		{ "only", required_argument, NULL, 'o' }, { "variant", required_argument, NULL, 'v' },
 		{ "payload", required_argument, NULL, 'P' }, { "rounds", required_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "window", required_argument, NULL, 'w' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	uint64_t v;
@@ -207,7 +210,7 @@ int main(int argc, char **argv)
 	bopt.ring_bytes = 64ull << 20;
 	bopt.secs = 0;
 	bopt.payload = -1;
-	while ((opt = getopt_long(argc, argv, "qjs:r:p:d:o:v:P:R:h", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "qjs:r:p:d:o:v:P:R:w:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'q': bopt.quick = true; break;
 		case 'j': bopt.json = true; break;
@@ -225,9 +228,10 @@ int main(int argc, char **argv)
 		case 'd': bopt.drops_json = optarg; break;
 		case 'o':
 			if (strcmp(optarg, "limits") && strcmp(optarg, "tput") &&
-			    strcmp(optarg, "cost") && strcmp(optarg, "lat") && strcmp(optarg, "drops")) {
+			    strcmp(optarg, "cost") && strcmp(optarg, "lat") && strcmp(optarg, "drops") &&
+			    strcmp(optarg, "lttng") && strcmp(optarg, "dropfree")) {
 				fprintf(stderr, "evs-bench: --only '%s' is not a part: use limits, tput, "
-					"cost, lat or drops\n", optarg);
+					"cost, lat, drops, lttng or dropfree\n", optarg);
 				return 2;
 			}
 			bopt.only = optarg;
@@ -242,6 +246,10 @@ int main(int argc, char **argv)
 				return 2;
 			bopt.rounds = (int)v;
 			break;
+		case 'w':
+			if (cli_parse_double("--window", optarg, 0.01, 3600, "seconds", &bopt.window))
+				return 2;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -255,6 +263,8 @@ int main(int argc, char **argv)
 		bopt.secs = bopt.quick ? 0.15 : 0.5;
 	if (bopt.rounds == 0)
 		bopt.rounds = 3;
+	if (bopt.window == 0)
+		bopt.window = bopt.quick ? 2 : 10;
 	/* private runtime directory: never meet another producer's socket */
 	if (!getenv("EVSTREAM_RUNTIME_DIR")) {
 		static char dir[64];
@@ -284,6 +294,12 @@ int main(int argc, char **argv)
 		latency_run();
 	if (PART("drops"))
 		drops_run();
+	/* LTTng-UST's session daemon runs from the first of these to the end */
+	if (PART("lttng"))
+		lttng_run();
+	if (PART("dropfree"))
+		dropfree_run();
+	lttng_done();
 	drops_bpf_fold();
 	if (!bopt.only)
 		targets();

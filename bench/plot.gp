@@ -17,13 +17,13 @@ set xrange [48:6000000]
 set xtics ("64 B" 64, "1 KiB" 1024, "64 KiB" 65536, "1 MiB" 1048576, "4 MiB" 4194304)
 dat = dir."/throughput.dat"
 plot \
-  "< awk '$1==\"zerocopy/normal\" && $2>0' ".dat using 2:4 with linespoints lw 2 title "zero-copy reserve/commit + peek/release", \
-  "< awk '$1==\"batch/normal\" && $2>0' ".dat using 2:4 with linespoints lw 2 title "zero-copy + batch consume", \
-  "< awk '$1==\"copy/normal\" && $2>0' ".dat using 2:4 with linespoints lw 2 title "emit + read\\_one\\_event (malloc per event)", \
-  "< awk '$1==\"zerocopy/huge\" && $2>0' ".dat using 2:4 with linespoints lw 1 dt 2 title "zero-copy, huge pages", \
-  "< awk '$1==\"zerocopy/normal\" && $2>0' ".dat using 2:5 with lines lw 3 lc rgb "black" title "limit: memcpy (same run)", \
-  "< awk '$1==\"zerocopy/normal\" && $2>0' ".dat using 2:6 with linespoints lw 1 lc rgb "gray40" title "pipe (same events)", \
-  "< awk '$1==\"zerocopy/normal\" && $2>0' ".dat using 2:7 with linespoints lw 1 lc rgb "gray70" title "Unix socket (same events)"
+  "< awk '$1==\"reserve+peek\" && $2>0' ".dat using 2:4 with linespoints lw 2 title "zero-copy reserve/commit + peek/release", \
+  "< awk '$1==\"emit+consume\" && $2>0' ".dat using 2:4 with linespoints lw 2 title "emit + batch consume", \
+  "< awk '$1==\"emit+peek\" && $2>0' ".dat using 2:4 with linespoints lw 2 title "emit + peek/release (the default)", \
+  "< awk '$1==\"reserve+peek/huge\" && $2>0' ".dat using 2:4 with linespoints lw 1 dt 2 title "zero-copy, huge pages", \
+  "< awk '$1==\"reserve+peek\" && $2>0' ".dat using 2:5 with lines lw 3 lc rgb "black" title "limit: memcpy (same run)", \
+  "< awk '$1==\"reserve+peek\" && $2>0' ".dat using 2:6 with linespoints lw 1 lc rgb "gray40" title "pipe (same events)", \
+  "< awk '$1==\"reserve+peek\" && $2>0' ".dat using 2:7 with linespoints lw 1 lc rgb "gray70" title "Unix socket (same events)"
 
 set output dir."/latency.".fmt
 set title "one-way latency percentiles, 64-byte events (log scale)"

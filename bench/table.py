@@ -173,6 +173,40 @@ def main():
             print(f"| full ring, evs-drops BPF program attached (best chunk) | {fmt(b.get('ns_per_drop_bpf'), 2)} | |")
     print()
 
+    # reports from before LTTng-UST was measured have neither section
+    lt = {x["system"]: x for x in d.get("lttng", [])}
+    if lt:
+        e, l = lt["evstream"], lt["lttng-ust"]
+        print(f"64-byte events next to LTTng-UST, {e['rounds']} round(s), producer CPU {d['cpu_producer']}, "
+              f"consumer CPU {d['cpu_consumer']} (LTTng's consumer daemon, writing the trace):\n")
+        print("| | events/s | recorded/s | emitted | recorded | discarded |")
+        print("|---|---|---|---|---|---|")
+        print(f"| evstream emit + consume (default) | {rate(e['events_s'])} | | | | |")
+        if "skipped" in l:
+            print(f"| LTTng-UST | {l['skipped']} | | | | |")
+        else:
+            print(f"| LTTng-UST tracepoint, session on | {rate(l['events_s'])} | {rate(l['recorded_events_s'])} | "
+                  f"{l['emitted']} | {l['recorded']} | {l['discarded']} |")
+            print(f"\nevstream ÷ LTTng-UST: {fmt(e['x_lttng'])}× its emit rate (lowest–highest round "
+                  f"{fmt(e['x_lttng_min'])}–{fmt(e['x_lttng_max'])}×), {fmt(e['x_lttng_recorded'])}× what it "
+                  f"recorded. LTTng channel: {l['channel']}.")
+        print()
+    df = [x for x in d.get("dropfree", []) if x["system"] != "ratio"]
+    if df:
+        print("| drop-free rate, 64 B | window | highest rate with nothing lost | bracket | windows | limit |")
+        print("|---|---|---|---|---|---|")
+        for x in df:
+            if "skipped" in x:
+                print(f"| {x['system']} | {x['window_s']:g} s | {x['skipped']} | | | |")
+                continue
+            windows = sum(1 for t in x["trials"] if not t["probe"])
+            # nothing lost at full speed: no failing rate above
+            bracket = (f"≥ {rate(x['bracket_low'])}" if x["bracket_high"] is None
+                       else f"{rate(x['bracket_low'])}–{rate(x['bracket_high'])}")
+            print(f"| {x['system']} ({x['variant']}) | {x['window_s']:g} s | {rate(x['dropfree_events_s'])} | "
+                  f"{bracket} | {windows} | {x['limit']} |")
+        print()
+
     print("| target | goal | " + " | ".join(f"run {i + 1}" for i in range(len(runs))) + " |")
     print("|---|---|" + "---|" * len(runs))
     for t in d["targets"]:

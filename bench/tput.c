@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * evstream throughput, producer on one CPU and consumer on the other, for
- * each API path and page size:
- *   copy     evs_producer__emit()             + nrt_debug_client_read_one_event()
- *   zerocopy evs_producer__reserve()/commit() + evs_consumer__peek()/release()
- *   batch    evs_producer__reserve()/commit() + evs_consumer__consume()
- *   zcwait   as zerocopy, but the consumer sleeps in evs_consumer__wait()
- *            when the ring is empty instead of spinning on peek()
- *   zcdelay  as zerocopy, but the consumer that finds the ring empty waits
- *            ZCDELAY_NS on its own clock before it looks again
- *   deferred32  as zerocopy, 32 records per publication
- * Every path moves the same bytes: the producer copies the payload from a
- * hot source buffer (into the ring directly for reserve/commit, with
- * evs__ring_copy() as emit and emit_tensor do), and the
- * consumer reads it (read_one_event copies it out; peek and consume touch
- * every cache line in place).
+ * evstream throughput, producer on one CPU and consumer on the other. A
+ * path is a producer call and a consumer call:
+ *   producer  emit      evs_producer__emit() (what emit_tensor does: a copy)
+ *             reserve   evs_producer__reserve() + commit(), zero-copy
+ *             deferred32  reserve() + commit_deferred(), publish() every 32
+ *   consumer  peek      evs_consumer__peek() + release(), spinning when empty
+ *             consume   evs_consumer__consume(), spinning when empty
+ *             nrt       nrt_debug_client_read_one_event(), poll() when empty
+ *             wait      peek() + release(), evs_consumer__wait() when empty
+ * Each path runs with timestamps on normal pages (the default), and a few
+ * also on huge pages or without timestamps (options). Every path moves
+ * the same bytes: the producer copies the payload from a hot source buffer
+ * (into the ring directly for reserve, with evs__ring_copy() as emit
+ * does), and the consumer reads it (read_one_event copies it out; peek and
+ * consume touch every cache line in place).
  */
 #include <errno.h>
 #include <math.h>
@@ -28,25 +28,17 @@
 #include "evstream-private/introspect.h"
 #include "nrt/ndebug_stream.h"
 
-enum path { P_COPY, P_ZEROCOPY, P_BATCH, P_DEFERRED, P_ZCWAIT, P_ZCDELAY };
-static const char *const path_names[] = { "copy",       "zerocopy", "batch",
-					   "deferred32", "zcwait",   "zcdelay" };
+enum prod { P_EMIT, P_RESERVE, P_DEFERRED };
+enum cons { C_PEEK, C_CONSUME, C_NRT, C_WAIT };
+static const char *const prod_names[] = { "emit", "reserve", "deferred32" };
+static const char *const cons_names[] = { "peek", "consume", "nrt", "wait" };
 
 /* P_DEFERRED: zero-copy records published in bursts of this many */
 #define DEFERRED_BURST 32
 
-/*
- * P_ZCDELAY: how long a consumer that found the ring empty stays away. A
- * consumer that looks again at once reads prod_pos and the next header
- * while the producer writes them, and every record's lines cross between
- * the cores twice (docs/benchmarks.md); one that stays away ~20 us finds
- * thousands of records and reads them from behind. What it costs is
- * latency: up to this much, about what a sleeping consumer's wakeup costs.
- */
-#define ZCDELAY_NS 20000
-
 struct tp {
-	enum path path;
+	enum prod prod;
+	enum cons cons;
 	size_t size;
 	const uint8_t *src;
 	struct evs_producer *p;
@@ -56,11 +48,45 @@ struct tp {
 	/* written by the consumer on every event: on a line of its own, or
 	 * the producer's reads of the fields above would bounce with it */
 	uint64_t got __attribute__((aligned(128)));
-	uint64_t empty;  /* peeks and consumes that found the ring empty */
+	uint64_t empty;  /* reads that found the ring empty */
 	struct run run;
 };
 
 static volatile uint64_t sink;
+
+/* One event; false when it must stop (an error). */
+static bool tp_emit_one(struct tp *t, uint64_t n, uint64_t *retries)
+{
+	void *d;
+	int err;
+
+	if (t->prod == P_EMIT) {
+		while ((err = evs_producer__emit(t->p, 0, 1, t->src, t->size)) == -ENOBUFS) {
+			(*retries)++;
+			cpu_relax();
+		}
+		if (err)
+			warn("emit: %s", evs_strerror(err));
+		return !err;
+	}
+	while (!(d = evs_producer__reserve(t->p, 0, 1, t->size))) {
+		if (errno != ENOBUFS) {
+			warn("reserve: %s", strerror(errno));
+			return false;
+		}
+		if (t->prod == P_DEFERRED)
+			evs_producer__publish(t->p, 0);
+		(*retries)++;
+		cpu_relax();
+	}
+	evs__ring_copy(d, t->src, t->size);
+	if (t->prod == P_RESERVE)
+		return !evs_producer__commit(t->p, 0);
+	evs_producer__commit_deferred(t->p, 0);
+	if ((n + 1) % DEFERRED_BURST == 0)
+		evs_producer__publish(t->p, 0);
+	return true;
+}
 
 static void *tp_producer(void *arg)
 {
@@ -68,46 +94,13 @@ static void *tp_producer(void *arg)
 	uint64_t n = 0, retries = 0; /* stored once: the consumer reads this struct */
 
 	for (;;) {
-		if (t->path == P_COPY) {
-			int err = evs_producer__emit(t->p, 0, 1, t->src, t->size);
-
-			if (err == -ENOBUFS) {
-				retries++;
-				cpu_relax();
-				continue;
-			}
-			if (err) {
-				warn("emit: %s", evs_strerror(err));
-				break;
-			}
-		} else {
-			void *d = evs_producer__reserve(t->p, 0, 1, t->size);
-
-			if (!d) {
-				if (errno == ENOBUFS) {
-					if (t->path == P_DEFERRED)
-						evs_producer__publish(t->p, 0);
-					retries++;
-					cpu_relax();
-					continue;
-				}
-				warn("reserve: %s", strerror(errno));
-				break;
-			}
-			evs__ring_copy(d, t->src, t->size);
-			if (t->path == P_DEFERRED) {
-				evs_producer__commit_deferred(t->p, 0);
-				if ((n + 1) % DEFERRED_BURST == 0)
-					evs_producer__publish(t->p, 0);
-			} else {
-				evs_producer__commit(t->p, 0);
-			}
-		}
+		if (!tp_emit_one(t, n, &retries))
+			break;
 		n++;
 		if ((n & 63) == 0 && run_tick(&t->run))
 			break;
 	}
-	if (t->path == P_DEFERRED)
+	if (t->prod == P_DEFERRED)
 		evs_producer__publish(t->p, 0);
 	t->full_retries = retries;
 	run_finish(&t->run, n);
@@ -126,66 +119,71 @@ static int batch_cb(void *ctx, const struct evs_record *rec)
 	return 0;
 }
 
+/* Events read by one call of the consumer's path: > 0, 0 when the ring was
+ * empty, < 0 on an error. */
+static int tp_read(struct tp *t)
+{
+	struct evs_record rec;
+	int err;
+
+	switch (t->cons) {
+	case C_NRT: {
+		ndebug_stream_event_header_t h;
+		void *pl;
+		NRT_STATUS st = nrt_debug_client_read_one_event(t->nrt_fd, &h, &pl);
+
+		if (st == NRT_SUCCESS) {
+			free(pl);
+			return 1;
+		}
+		if (st != NRT_QUEUE_EMPTY) {
+			warn("read_one_event: status %d", (int)st);
+			return -1;
+		}
+		return 0;
+	}
+	case C_CONSUME:
+		/* bounded batches, so the consumer publishes and looks up */
+		return evs_consumer__consume(t->c, batch_cb, NULL, 256);
+	case C_PEEK:
+	case C_WAIT:
+		err = evs_consumer__peek(t->c, &rec);
+		if (err == -EAGAIN)
+			return 0;
+		if (err)
+			return err;
+		sink += touch(rec.data, rec.hdr.data_size);
+		evs_consumer__release(t->c);
+		return 1;
+	}
+	return -1;
+}
+
 static void *tp_consumer(void *arg)
 {
 	struct tp *t = arg;
-	struct evs_record rec;
 
 	for (;;) {
-		if (t->path == P_COPY) {
-			ndebug_stream_event_header_t h;
-			void *pl;
-			NRT_STATUS st = nrt_debug_client_read_one_event(t->nrt_fd, &h, &pl);
+		int n = tp_read(t);
 
-			if (st == NRT_SUCCESS) {
-				free(pl);
-				t->got++;
-				run_mark(&t->run, t->got);
-				continue;
-			}
-			if (st != NRT_QUEUE_EMPTY) {
-				warn("read_one_event: status %d", (int)st);
-				break;
-			}
-			if (tp_drained(t))
-				break;
+		if (n > 0) {
+			t->got += (uint64_t)n;
+			run_mark(&t->run, t->got);
+			continue;
+		}
+		if (n < 0 || tp_drained(t))
+			break;
+		t->empty++;
+		if (t->cons == C_NRT) {
 			/* as the reference API's users do: sleep on the stream fd */
 			struct pollfd pfd = { .fd = t->nrt_fd, .events = POLLIN };
 
 			poll(&pfd, 1, 1);
-		} else if (t->path != P_BATCH) {
-			int err = evs_consumer__peek(t->c, &rec);
-
-			if (err == 0) {
-				sink += touch(rec.data, rec.hdr.data_size);
-				evs_consumer__release(t->c);
-				t->got++;
-				run_mark(&t->run, t->got);
-				continue;
-			}
-			if (err != -EAGAIN || tp_drained(t))
-				break;
-			t->empty++;
-			/* zcwait: sleep until the producer's next commit; the 1 ms
-			 * bound only lets the drained check above run */
-			if (t->path == P_ZCWAIT)
-				evs_consumer__wait(t->c, 1);
-			else if (t->path == P_ZCDELAY)
-				bench_spin_until(cli_now_ns() + ZCDELAY_NS);
-			else
-				cpu_relax();
+		} else if (t->cons == C_WAIT) {
+			/* sleep until the producer's next commit; the 1 ms bound
+			 * only lets the drained check above run */
+			evs_consumer__wait(t->c, 1);
 		} else {
-			/* bounded batches, so the consumer publishes and looks up */
-			int n = evs_consumer__consume(t->c, batch_cb, NULL, 256);
-
-			if (n > 0) {
-				t->got += (uint64_t)n;
-				run_mark(&t->run, t->got);
-				continue;
-			}
-			if (n < 0 || tp_drained(t))
-				break;
-			t->empty++;
 			cpu_relax();
 		}
 	}
@@ -197,23 +195,43 @@ static void *tp_consumer(void *arg)
 static struct {
 	char name[64];
 	size_t payload;
-	double x_pipe, x_memcpy; /* paired ratios, see report_variant() */
+	double x_pipe, x_memcpy, x_bare; /* paired ratios, see report_variant() */
 } kept[MAX_KEPT];
 static int nkept;
 
-double tput_ratio(const char *variant, size_t payload, bool vs_memcpy)
+double tput_ratio(const char *variant, size_t payload, enum tput_base base)
 {
 	for (int i = 0; i < nkept; i++)
 		if (!strcmp(kept[i].name, variant) && kept[i].payload == payload)
-			return vs_memcpy ? kept[i].x_memcpy : kept[i].x_pipe;
+			return base == VS_MEMCPY ? kept[i].x_memcpy :
+			       base == VS_BARE ? kept[i].x_bare : kept[i].x_pipe;
 	return NAN;
 }
 
 struct variant {
-	enum path path;
+	enum prod prod;
+	enum cons cons;
 	bool huge;
 	bool no_ts;
 };
+
+/* As bench_prime(), through this path's consumer call. */
+static void prime_ring(struct tp *t)
+{
+	uint64_t filled = 0, ring = bopt.ring_bytes;
+
+	while (filled < 2 * ring) {
+		int n = 0, got;
+
+		while (evs_producer__emit(t->p, 0, 1, t->src, t->size) == 0)
+			n++;
+		filled += (uint64_t)n * (64 + ((t->size + 7) & ~(size_t)7));
+		while ((got = tp_read(t)) > 0)
+			;
+		if (!n)
+			break;
+	}
+}
 
 /* -1 with why set when the variant cannot run here, else 0. */
 static int tp_one(const struct variant *v, size_t size, const uint8_t *src, struct tput *out,
@@ -224,7 +242,7 @@ static int tp_one(const struct variant *v, size_t size, const uint8_t *src, stru
 		 .max_events = bopt.ring_bytes / 64,
 		 .hugepages = v->huge ? EVS_HUGEPAGES_ON : EVS_HUGEPAGES_OFF,
 		 .no_timestamps = v->no_ts);
-	struct tp t = { .path = v->path, .size = size, .src = src, .nrt_fd = -1 };
+	struct tp t = { .prod = v->prod, .cons = v->cons, .size = size, .src = src, .nrt_fd = -1 };
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 
 	memset(out, 0, sizeof(*out));
@@ -233,7 +251,7 @@ static int tp_one(const struct variant *v, size_t size, const uint8_t *src, stru
 		snprintf(why, whylen, "producer: %s", evs_errmsg()[0] ? evs_errmsg() : strerror(errno));
 		return -1;
 	}
-	if (v->path == P_COPY) {
+	if (v->cons == C_NRT) {
 		NRT_STATUS st = nrt_debug_client_connect(0, &t.nrt_fd);
 
 		if (st != NRT_SUCCESS) {
@@ -249,19 +267,19 @@ static int tp_one(const struct variant *v, size_t size, const uint8_t *src, stru
 			return -1;
 		}
 	}
+	prime_ring(&t);
 	run_start(&t.run);
 	bench_pair(tp_producer, &t, tp_consumer, &t);
 	evs_producer__stats(t.p, 0, &st);
 	*ring_bytes = st.ring_bytes;
-	if (v->path == P_COPY)
+	if (v->cons == C_NRT)
 		nrt_debug_client_connect_close(t.nrt_fd);
 	else
 		evs_consumer__free(t.c);
 	evs_producer__free(t.p);
 	*out = tput_of(run_rate(&t.run), size);
 	*retries = t.full_retries;
-	/* the copy path sleeps in poll() instead of counting */
-	*empty_per_event = t.got && v->path != P_COPY ? (double)t.empty / (double)t.got : NAN;
+	*empty_per_event = t.got ? (double)t.empty / (double)t.got : NAN;
 	return 0;
 }
 
@@ -276,13 +294,17 @@ static double paired_ratio(const double *a, const double *b, int n)
 	return median(q, n);
 }
 
+/*
+ * The paths that answer a question. The first four are what a runtime and
+ * a reader get by default, timestamps on (docs/benchmarks.md leads with
+ * them); the rest are options: huge pages, no timestamps, deferred
+ * publication; and a consumer that sleeps when empty.
+ */
 static const struct variant variants[] = {
-	{ P_COPY, false, false },     { P_ZEROCOPY, false, false }, { P_BATCH, false, false },
-	{ P_COPY, true, false },      { P_ZEROCOPY, true, false },  { P_BATCH, true, false },
-	{ P_ZEROCOPY, false, true },  { P_BATCH, false, true },
-	{ P_DEFERRED, false, false }, { P_DEFERRED, false, true },
-	{ P_ZCWAIT, false, false },
-	{ P_ZCDELAY, false, false }, { P_ZCDELAY, false, true },
+	{ P_EMIT, C_PEEK, false, false },     { P_RESERVE, C_PEEK, false, false },
+	{ P_EMIT, C_CONSUME, false, false },  { P_EMIT, C_NRT, false, false },
+	{ P_RESERVE, C_PEEK, true, false },   { P_RESERVE, C_PEEK, false, true },
+	{ P_DEFERRED, C_PEEK, false, false }, { P_EMIT, C_WAIT, false, false },
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
@@ -299,8 +321,8 @@ struct payload_rounds {
 
 static void variant_name(const struct variant *v, char *name, size_t n)
 {
-	snprintf(name, n, "%s/%s%s", path_names[v->path], v->huge ? "huge" : "normal",
-		 v->no_ts ? "/no-ts" : "");
+	snprintf(name, n, "%s+%s%s%s", prod_names[v->prod], cons_names[v->cons],
+		 v->huge ? "/huge" : "", v->no_ts ? "/no-ts" : "");
 }
 
 static bool variant_wanted(const struct variant *v, size_t size)
@@ -380,13 +402,16 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 		snprintf(kept[nkept].name, sizeof(kept[nkept].name), "%s", name);
 		kept[nkept].payload = size;
 		kept[nkept].x_pipe = xp;
+		kept[nkept].x_bare = xb;
 		kept[nkept++].x_memcpy = xm;
 	}
 	say("  %-24s %8zu %13.0f %8.3f %9.2f %9.2f %9.2f %9.2f\n", name, size, t.ev_s, t.gb_s, xp, xs,
 	    xb, xm);
 	rep_obj_begin();
 	rep_str("variant", name);
-	rep_str("path", path_names[v->path]);
+	rep_str("producer", prod_names[v->prod]);
+	rep_str("consumer", cons_names[v->cons]);
+	rep_int("default", !v->huge && !v->no_ts && v->prod != P_DEFERRED);
 	rep_str("pages", v->huge ? "huge" : "normal");
 	rep_int("timestamps", !v->no_ts);
 	rep_int("payload", size);

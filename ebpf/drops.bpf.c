@@ -64,6 +64,9 @@ int BPF_USDT(evs_drop, int core, __u64 events, __u64 bytes, int cause, __u64 tot
 	case 2:
 		__sync_fetch_and_add(&v->no_consumer, events);
 		break;
+	case 3:
+		__sync_fetch_and_add(&v->no_memory, events);
+		break;
 	}
 	v->total = total;
 	v->last_ns = bpf_ktime_get_ns();

@@ -29,6 +29,7 @@ struct evs_drop_val {
 	__u64 ring_full;    /* events per cause (enum evs_drop_cause) */
 	__u64 too_big;
 	__u64 no_consumer;
+	__u64 no_memory;
 	__u64 total;        /* the stream's own running total at the last batch */
 	__u64 last_ns;      /* bpf_ktime_get_ns() of the last batch */
 	char comm[16];      /* thread that reported the first batch */

@@ -7,7 +7,7 @@ FUZZ_TIME    ?= 60
 FUZZ_TARGETS := consumer producer
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
-	-D_GNU_SOURCE -Iinclude -Itransport -Wall -Wextra -Werror
+	-D_GNU_SOURCE -Iinclude -Itransport -Iruntime -Wall -Wextra -Werror
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
 # clang and its libFuzzer runtime: `make deps` installs them (`make fuzz`

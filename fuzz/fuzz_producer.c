@@ -58,6 +58,8 @@ static void reset_stream(struct evs_stream *s, uint64_t base)
 	s->cons->cons_pos = base;
 	s->cons->released = 0;
 	s->cons->wait = EVS_WAIT_AWAKE;
+	/* the whole 4 KiB ring was committed when it was made */
+	evs_stream_set_limits(s);
 }
 
 static uint64_t take(const uint8_t **buf, size_t *len, size_t n)
@@ -81,6 +83,7 @@ static void check_invariants(const struct evs_stream *s)
 	assert(s->produced == s->committed + dropped);
 	assert(s->prod_pos - s->cons_cache <= s->cap);
 	assert(s->committed - s->released_cache <= s->max_events);
+	assert(s->room_end - s->cons_cache <= s->cap && s->events_end - s->released_cache == s->max_events);
 	assert(s->prod_pos % EVS_RECORD_ALIGN == 0 && s->prod_off == s->prod_pos % s->cap);
 }
 

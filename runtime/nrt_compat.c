@@ -167,6 +167,10 @@ NRT_API NRT_STATUS nrt_debug_client_read_one_event(int stream_fd, ndebug_stream_
 	memcpy(buf, rec.data, rec.hdr.data_size);
 	memcpy(header, &rec.hdr, sizeof(*header));
 	evs_consumer__release(c);
+	/* that was the last one: arm now, so that stream_fd polls readable
+	 * exactly when a read would succeed (else the next poll would wake
+	 * for nothing and the read after it say NRT_QUEUE_EMPTY) */
+	evs_consumer__prepare_wait(c);
 	*payload = buf;
 	return NRT_SUCCESS;
 }

@@ -18,6 +18,7 @@ pkgs=(
   cppcheck clang-tidy             # static analysis in CI
   procps util-linux iproute2      # ps, mount, ss used by scripts
   liblttng-ust-dev lttng-tools    # LTTng-UST: the peer in evs-bench
+  babeltrace2                     # reads LTTng traces: bench/smoke.sh checks evs-bench's count with it
   python3-dev python3-pytest python3-pip python3-setuptools  # the Python package and its tests
   python3-torch                   # PyTorch hooks and their test
   librdkafka-dev kcat             # evs-forward, evs-dump --kafka; a third-party Kafka client

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Who can reach a producer. The socket is 0600 in a 0700 directory (0660 /
- * 0750 with a configured group); a process of another uid cannot connect,
- * neither through the file system nor, with the directory opened up, past
- * the server's SO_PEERCRED check; a member of the configured group can. The
- * memfds have no name in any file system and cannot be opened through
- * /proc by another uid; a consumer's view of the ring is read-only.
+ * Who can reach a producer, and whom a consumer believes. The socket is
+ * 0600 in a 0700 directory (0660 / 0750 with a configured group); a process
+ * of another uid cannot connect, neither through the file system nor, with
+ * the directory opened up, past the server's SO_PEERCRED check; a member of
+ * the configured group can. The memfds have no name in any file system and
+ * cannot be opened through /proc by another uid; a consumer's view of the
+ * ring is read-only. A consumer refuses a runtime directory, a socket file
+ * or a peer that another uid planted, and a producer refuses a symbolic
+ * link in place of its directory.
  *
  * The other-uid tests drop privileges in a forked child and need root;
  * they skip with the reason otherwise.
@@ -15,14 +18,18 @@
 #include <limits.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
 #include "consumer.h"
+#include "handshake.h"
 #include "producer.h"
 
 #define NOBODY    65534
+#define OTHER_UID 65533  /* a second unprivileged uid */
 #define TEST_GID  4242   /* a group nobody else uses */
 
 struct perm {
@@ -283,6 +290,356 @@ START_TEST(test_consumer_ring_view_cannot_be_made_writable)
 }
 END_TEST
 
+/* ------------------------------------------- planted by another uid */
+
+/* A scratch directory for one test, removed with all it holds. */
+static void scratch(char *buf, size_t len, const char *tag)
+{
+	snprintf(buf, len, "/tmp/evs-plant-%d-%s", (int)getpid(), tag);
+	ck_assert_int_eq(mkdir(buf, 0755), 0);
+}
+
+static void scratch_remove(const char *dir)
+{
+	ck_assert_int_eq(nftw(dir, evs_rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
+/* A directory as another uid would have made it. */
+static void plant_dir(const char *path, uid_t uid, mode_t mode)
+{
+	ck_assert_int_eq(mkdir(path, mode), 0);
+	ck_assert_int_eq(chown(path, uid, uid), 0);
+	ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+/* Answers one hello on fd with the descriptors of producer p. */
+static void relay_serve(int fd, const struct evs_producer *p)
+{
+	const struct evs_stream *s = &p->streams[0];
+	struct evs_welcome w = { .magic = EVS_WELCOME_MAGIC, .ncores = 1,
+				 .ring_bytes = s->backing.ring_bytes, .max_events = p->cfg.max_events,
+				 .page_size = s->backing.page_size };
+	int fds[EVS_WELCOME_NFDS] = { s->backing.ctl_fd, s->backing.data_ro_fd, s->efd };
+	char cbuf[CMSG_SPACE(sizeof(fds))] = { 0 };
+	struct iovec iov = { .iov_base = &w, .iov_len = sizeof(w) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	struct evs_hello h;
+
+	if (recv(fd, &h, sizeof(h), 0) != sizeof(h))
+		return;
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	sendmsg(fd, &msg, MSG_NOSIGNAL);
+	/* until the consumer hangs up */
+	recv(fd, &h, 1, 0);
+}
+
+/*
+ * What another user can leave for our consumers: a process of uid `uid`
+ * listening on `sock` that answers every hello with the memory of a
+ * producer of its own, which it can read and write. With bind_first the
+ * socket is bound before the uid changes (in a directory only root may
+ * write) and listened on after, so that it is served by uid all the same.
+ */
+static pid_t start_relay(const char *sock, uid_t uid, bool bind_first)
+{
+	int ready[2];
+	pid_t pid;
+	char ch;
+
+	ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct evs_producer *p;
+		int lfd, fd;
+
+		alarm(20); /* never outlive a broken test */
+		close(ready[0]);
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+		lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (lfd < 0 || (bind_first && bind(lfd, (struct sockaddr *)&sa, sizeof(sa))))
+			_exit(120);
+		if (uid && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+			_exit(121);
+		if ((!bind_first && bind(lfd, (struct sockaddr *)&sa, sizeof(sa))) || listen(lfd, 4))
+			_exit(122);
+		p = evs_producer__new(NULL, 1, &o);
+		if (!p || write(ready[1], "r", 1) != 1)
+			_exit(123);
+		while ((fd = accept(lfd, NULL, NULL)) >= 0) {
+			relay_serve(fd, p);
+			close(fd);
+		}
+		_exit(0);
+	}
+	close(ready[1]);
+	ck_assert_msg(read(ready[0], &ch, 1) == 1, "the relay did not start");
+	close(ready[0]);
+	return pid;
+}
+
+static void stop_relay(pid_t pid)
+{
+	int status;
+
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+}
+
+/* Connects to name from a child process (a producer of this process would
+ * be found without the socket); the consumer must be refused with EPERM
+ * and a message containing `why`. */
+static void assert_refused(const char *name, const char *dir, const char *why)
+{
+	char msg[512] = "";
+	int out[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		EVS_OPTS(evs_consumer_opts, o, .runtime_dir = dir);
+		struct evs_consumer *c;
+
+		alarm(10);
+		close(out[0]);
+		c = evs_consumer__connect(name, 0, dir ? &o : NULL);
+		if (c)
+			_exit(0);
+		n = write(out[1], evs_errmsg(), strlen(evs_errmsg()));
+		_exit(n < 0 ? 120 : errno & 0x7f);
+	}
+	close(out[1]);
+	n = read(out[0], msg, sizeof(msg) - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	close(out[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status), "consumer child died of signal %d", WTERMSIG(status));
+	ck_assert_msg(WEXITSTATUS(status), "the consumer connected to what another uid planted");
+	ck_assert_msg(WEXITSTATUS(status) == EPERM, "exit %d (%s), expected EPERM",
+		      WEXITSTATUS(status), msg);
+	ck_assert_msg(strstr(msg, why), "message '%s' does not say '%s'", msg, why);
+	printf("refused: %s\n", msg);
+}
+
+/* The default directory ($XDG_RUNTIME_DIR/evstream here, /tmp/evstream-UID
+ * without it) made first by another uid, with a relay in it. */
+START_TEST(test_consumer_refuses_runtime_directory_of_another_uid)
+{
+	char base[64], dir[96], sock[192];
+	const char *name = evs_test_name("planted");
+	pid_t relay;
+
+	NEED_ROOT();
+	scratch(base, sizeof(base), "dir");
+	snprintf(dir, sizeof(dir), "%s/evstream", base);
+	snprintf(sock, sizeof(sock), "%s/%s.sock", dir, name);
+	plant_dir(dir, NOBODY, 0700);
+	relay = start_relay(sock, NOBODY, false);
+	unsetenv("EVSTREAM_RUNTIME_DIR");
+	setenv("XDG_RUNTIME_DIR", base, 1);
+	assert_refused(name, NULL, "is owned by uid 65534");
+	stop_relay(relay);
+	scratch_remove(base);
+}
+END_TEST
+
+/* The default directory is a link another uid planted, to a directory of
+ * its own with a relay in it. */
+START_TEST(test_consumer_refuses_runtime_directory_that_is_a_symlink)
+{
+	char base[64], dir[96], link[96], sock[192];
+	const char *name = evs_test_name("link");
+	pid_t relay;
+
+	NEED_ROOT();
+	scratch(base, sizeof(base), "link");
+	snprintf(dir, sizeof(dir), "%s/theirs", base);
+	snprintf(link, sizeof(link), "%s/evstream", base);
+	snprintf(sock, sizeof(sock), "%s/%s.sock", dir, name);
+	plant_dir(dir, NOBODY, 0700);
+	ck_assert_int_eq(symlink(dir, link), 0);
+	ck_assert_int_eq(lchown(link, NOBODY, NOBODY), 0);
+	relay = start_relay(sock, NOBODY, false);
+	unsetenv("EVSTREAM_RUNTIME_DIR");
+	setenv("XDG_RUNTIME_DIR", base, 1);
+	assert_refused(name, NULL, "is a symbolic link");
+	stop_relay(relay);
+	scratch_remove(base);
+}
+END_TEST
+
+/* Our own directory, but the socket in it is served by another uid: its
+ * credentials give it away. */
+START_TEST(test_consumer_refuses_socket_served_by_another_uid)
+{
+	char base[64], sock[160];
+	const char *name = evs_test_name("relay");
+	pid_t relay;
+
+	NEED_ROOT();
+	scratch(base, sizeof(base), "relay");
+	ck_assert_int_eq(chmod(base, 0700), 0);
+	snprintf(sock, sizeof(sock), "%s/%s.sock", base, name);
+	relay = start_relay(sock, NOBODY, true);
+	assert_refused(name, base, "is served by uid 65534");
+	stop_relay(relay);
+	scratch_remove(base);
+}
+END_TEST
+
+/* A socket file of another uid in our directory is not our producer's. */
+START_TEST(test_consumer_refuses_socket_file_of_another_uid)
+{
+	struct perm t;
+
+	NEED_ROOT();
+	perm_open(&t, "sockowner", false);
+	ck_assert_int_eq(lchown(t.sock, NOBODY, NOBODY), 0);
+	assert_refused(t.name, t.dir, "is owned by uid 65534");
+	perm_close(&t);
+}
+END_TEST
+
+/* Anyone who can write the directory could have put the socket there. */
+START_TEST(test_consumer_refuses_runtime_directory_writable_by_others)
+{
+	struct perm t;
+
+	perm_open(&t, "openmode", false);
+	ck_assert_int_eq(chmod(t.dir, 01777), 0);
+	assert_refused(t.name, t.dir, "has mode 1777");
+	ck_assert_int_eq(chmod(t.dir, 0700), 0);
+	perm_close(&t);
+}
+END_TEST
+
+/* A root producer does not follow a link planted in place of its
+ * directory, though it leads to a directory of root's. */
+START_TEST(test_producer_refuses_runtime_directory_that_is_a_symlink)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
+	char base[64], target[96], link[96], sock[192];
+	const char *name = evs_test_name("plink");
+	struct evs_producer *p;
+	struct stat st;
+
+	NEED_ROOT();
+	scratch(base, sizeof(base), "plink");
+	snprintf(target, sizeof(target), "%s/elsewhere", base);
+	snprintf(link, sizeof(link), "%s/evstream", base);
+	snprintf(sock, sizeof(sock), "%s/%s.sock", target, name);
+	ck_assert_int_eq(mkdir(target, 0700), 0);
+	ck_assert_int_eq(symlink(target, link), 0);
+	ck_assert_int_eq(lchown(link, NOBODY, NOBODY), 0);
+	o.runtime_dir = link;
+	p = evs_producer__new(name, 1, &o);
+	ck_assert_msg(!p, "the producer followed the planted link");
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_msg(strstr(evs_errmsg(), "is a symbolic link"), "message: %s", evs_errmsg());
+	ck_assert_int_ne(stat(sock, &st), 0);
+	printf("refused: %s\n", evs_errmsg());
+	scratch_remove(base);
+}
+END_TEST
+
+/* A directory group members could write is not a place for a socket. */
+START_TEST(test_producer_refuses_group_writable_runtime_directory)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
+	char base[64];
+
+	scratch(base, sizeof(base), "gw");
+	ck_assert_int_eq(chmod(base, 0770), 0);
+	o.runtime_dir = base;
+	ck_assert_ptr_null(evs_producer__new(evs_test_name("gw"), 1, &o));
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_msg(strstr(evs_errmsg(), "has mode 0770"), "message: %s", evs_errmsg());
+	scratch_remove(base);
+}
+END_TEST
+
+/* The group rule: a producer of another uid with allow_group, in a
+ * directory named explicitly and shared with a group of the consumer's,
+ * is reached, and its events received. */
+START_TEST(test_group_member_reaches_another_uids_producer_in_its_directory)
+{
+	char base[64], dir[96];
+	const char *name = evs_test_name("grpuid");
+	int ready[2], go[2], status;
+	pid_t prod, cons;
+	char ch;
+
+	NEED_ROOT();
+	scratch(base, sizeof(base), "grpuid");
+	snprintf(dir, sizeof(dir), "%s/run", base);
+	plant_dir(dir, NOBODY, 0700);
+	ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+	prod = fork();
+	ck_assert_int_ge(prod, 0);
+	if (prod == 0) {
+		EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF,
+			 .runtime_dir = dir, .allow_group = 1, .allow_gid = TEST_GID);
+		struct evs_producer *p;
+
+		alarm(20);
+		close(ready[0]);
+		close(go[1]);
+		if (setgroups(0, NULL) || setgid(TEST_GID) || setuid(NOBODY))
+			_exit(120);
+		p = evs_producer__new(name, 1, &o);
+		if (!p || write(ready[1], "r", 1) != 1)
+			_exit(121);
+		if (!evs_wait_connected(p, 0, 1, 5000) || evs_producer__emit(p, 0, 1, "hi", 2))
+			_exit(122);
+		if (read(go[0], &ch, 1) < 0)
+			_exit(123);
+		evs_producer__free(p);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(go[0]);
+	ck_assert_msg(read(ready[0], &ch, 1) == 1, "producer of uid %d did not start", NOBODY);
+	cons = fork();
+	ck_assert_int_ge(cons, 0);
+	if (cons == 0) {
+		EVS_OPTS(evs_consumer_opts, o, .runtime_dir = dir);
+		struct evs_consumer *c;
+		struct evs_record r;
+
+		alarm(20);
+		if (setgroups(0, NULL) || setgid(TEST_GID) || setuid(OTHER_UID))
+			_exit(120);
+		c = evs_consumer__connect(name, 0, &o);
+		if (!c) {
+			printf("group member: %s\n", evs_errmsg());
+			_exit(errno & 0x7f);
+		}
+		if (evs_consumer__wait(c, 5000) || evs_consumer__peek(c, &r) || r.hdr.data_size != 2)
+			_exit(121);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(cons, &status, 0), cons);
+	close(go[1]);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the group member did not receive the event (status %d)", status);
+	ck_assert_int_eq(waitpid(prod, &status, 0), prod);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "producer (status %d)", status);
+	close(ready[0]);
+	scratch_remove(base);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("permissions");
@@ -298,6 +655,14 @@ int main(void)
 	tcase_add_test(tc, test_memfds_have_no_name_in_any_file_system);
 	tcase_add_test(tc, test_other_uid_cannot_open_memfds_through_proc);
 	tcase_add_test(tc, test_consumer_ring_view_cannot_be_made_writable);
+	tcase_add_test(tc, test_consumer_refuses_runtime_directory_of_another_uid);
+	tcase_add_test(tc, test_consumer_refuses_runtime_directory_that_is_a_symlink);
+	tcase_add_test(tc, test_consumer_refuses_socket_served_by_another_uid);
+	tcase_add_test(tc, test_consumer_refuses_socket_file_of_another_uid);
+	tcase_add_test(tc, test_consumer_refuses_runtime_directory_writable_by_others);
+	tcase_add_test(tc, test_producer_refuses_runtime_directory_that_is_a_symlink);
+	tcase_add_test(tc, test_producer_refuses_group_writable_runtime_directory);
+	tcase_add_test(tc, test_group_member_reaches_another_uids_producer_in_its_directory);
 	suite_add_tcase(s, tc);
 	return evs_run_suite(s);
 }

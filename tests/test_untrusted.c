@@ -297,15 +297,27 @@ static pid_t fake_producer(const char *name, const struct evs_welcome *w, size_t
 	return pid;
 }
 
-static int memfd_of(size_t size, bool sealed)
+static int memfd_sealed_with(size_t size, int seals)
 {
 	int fd = memfd_create("fake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
-	if (sealed)
-		ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	if (seals)
+		ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, seals), 0);
 	return fd;
+}
+
+/* The files as a producer seals them: the control file against shrinking
+ * and growing (the consumer writes its page), the ring against writes by
+ * any new mapping and hole punching too. */
+static int memfd_of(size_t size, bool sealed)
+{
+	int seals = F_SEAL_SHRINK | F_SEAL_GROW;
+
+	if (sealed && size != EVS_CTL_BYTES)
+		seals |= F_SEAL_FUTURE_WRITE;
+	return memfd_sealed_with(size, sealed ? seals : 0);
 }
 
 static void write_identity(int ctl_fd, uint64_t ring, uint32_t magic_ok)
@@ -379,6 +391,21 @@ START_TEST(test_consumer_refuses_unsealed_files)
 
 	write_identity(fds[0], RING, 1);
 	ck_assert_int_eq(connect_fake("unsealed", &w, fds, 3), EBADMSG);
+}
+END_TEST
+
+/* A ring file its producer could still punch holes into (no write seal):
+ * pages freed under the consumer's reads would refault, from an empty
+ * huge-page pool as SIGBUS. */
+START_TEST(test_consumer_refuses_a_ring_open_to_hole_punching)
+{
+	struct evs_welcome w = welcome(RING);
+	int fds[3] = { memfd_of(EVS_CTL_BYTES, true),
+		       memfd_sealed_with(RING, F_SEAL_SHRINK | F_SEAL_GROW), eventfd(0, EFD_CLOEXEC) };
+
+	write_identity(fds[0], RING, 1);
+	ck_assert_int_eq(connect_fake("punchable", &w, fds, 3), EBADMSG);
+	ck_assert_msg(strstr(evs_errmsg(), "seal"), "message: %s", evs_errmsg());
 }
 END_TEST
 
@@ -608,6 +635,7 @@ int main(void)
 	suite_add_tcase(s, tc);
 
 	tcase_add_test(tf, test_consumer_refuses_unsealed_files);
+	tcase_add_test(tf, test_consumer_refuses_a_ring_open_to_hole_punching);
 	tcase_add_test(tf, test_consumer_refuses_ring_larger_than_its_file);
 	tcase_add_test(tf, test_consumer_refuses_bad_identity);
 	tcase_add_test(tf, test_consumer_refuses_odd_page_size);

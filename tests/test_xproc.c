@@ -2,12 +2,17 @@
 /*
  * Producer and consumer in different processes (fork): both directions,
  * one consumer per stream, consumer hang-up and reconnect, producer exit
- * and crash with the committed records still drained.
+ * and crash with the committed records still drained. A stopped producer
+ * holds neither a consumer's connect nor a new producer of its name past a
+ * deadline; one name has one producer, also when many start at once.
  */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -223,21 +228,40 @@ static int child_sleeps_until_woken(struct evs_consumer *c)
 	return read_n(c, 0, 1);
 }
 
-static int child_checks_fd_is_eventfd(struct evs_consumer *c)
+static bool fd_is(int fd, const char *what)
 {
 	char path[64], link[64] = "";
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", evs_consumer__fd(c));
-	if (readlink(path, link, sizeof(link) - 1) < 0 || strcmp(link, "anon_inode:[eventfd]"))
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return readlink(path, link, sizeof(link) - 1) > 0 && !strcmp(link, what);
+}
+
+/* the stream fd of a consumer in another process: one epoll set holding
+ * the eventfd and the socket, close-on-exec */
+static int child_checks_fd_is_an_epoll_set(struct evs_consumer *c)
+{
+	int fd = evs_consumer__fd(c);
+
+	if (!fd_is(fd, "anon_inode:[eventpoll]") || !(fcntl(fd, F_GETFD) & FD_CLOEXEC))
 		return 2;
 	return 0;
+}
+
+/* The eventfd the handshake handed this process (a hostile consumer has
+ * it in its fd table whatever the library shows). */
+static int handed_eventfd(void)
+{
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd_is(fd, "anon_inode:[eventfd]"))
+			return fd;
+	return -1;
 }
 
 /* arms, then clears O_NONBLOCK on the shared eventfd and fills its counter */
 static int child_tries_to_block_producer(struct evs_consumer *c)
 {
 	uint64_t full = 0xfffffffffffffffeull;
-	int fd = evs_consumer__fd(c);
+	int fd = handed_eventfd();
 
 	if (evs_consumer__prepare_wait(c) != 0 || fcntl(fd, F_SETFL, 0) < 0 ||
 	    write(fd, &full, 8) != 8 || !child_says_ready())
@@ -481,15 +505,16 @@ START_TEST(test_xproc_eventfd_wakes_other_process)
 }
 END_TEST
 
-/* The stream fd is an eventfd, handed to the other process. */
-START_TEST(test_xproc_stream_fd_is_an_eventfd)
+/* The stream fd of another process's consumer is one epoll set of the
+ * eventfd and the socket: records and the producer's end both wake it. */
+START_TEST(test_xproc_stream_fd_is_an_epoll_set)
 {
 	const char *name = evs_test_name("efd");
 	struct evs_producer *p = evs_producer__new(name, 1, NULL);
 	pid_t pid;
 
 	ck_assert_ptr_nonnull(p);
-	pid = spawn_consumer(name, 0, child_checks_fd_is_eventfd, false);
+	pid = spawn_consumer(name, 0, child_checks_fd_is_an_epoll_set, false);
 	ck_assert_int_eq(exit_code(pid), 0);
 	evs_producer__free(p);
 }
@@ -515,6 +540,232 @@ START_TEST(test_xproc_hostile_consumer_cannot_block_producer)
 }
 END_TEST
 
+/* ------------------------------------------------------ deadlines */
+
+static void socket_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s.sock", getenv("EVSTREAM_RUNTIME_DIR"), name);
+}
+
+/* holds a producer until told */
+static int producer_holds(const void *name)
+{
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+
+	if (!p || !child_says_ready() || !child_waits_done())
+		return 1;
+	evs_producer__free(p);
+	return 0;
+}
+
+/* Connections that never say hello until the listen queue of producer
+ * name is full (a stopped server takes none off it); their fds go to q. */
+static int fill_listen_queue(const char *name, int *q, int max)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n;
+
+	socket_path(sa.sun_path, sizeof(sa.sun_path), name);
+	for (n = 0; n < max; n++) {
+		q[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		ck_assert_int_ge(q[n], 0);
+		if (connect(q[n], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			close(q[n]);
+			break;
+		}
+	}
+	ck_assert_int_lt(n, max);
+	return n;
+}
+
+/* A producer stopped with SIGSTOP (paused in a debugger) and its listen
+ * queue full: a consumer's connect ends at its deadline, saying why, and a
+ * new producer of the same name fails at once, naming the pid. */
+START_TEST(test_xproc_stopped_producer_holds_no_connect_past_its_deadline)
+{
+	EVS_OPTS(evs_consumer_opts, o, .timeout_ms = 300);
+	const char *name = evs_test_name("stopped");
+	char pid_s[32];
+	struct timespec t0;
+	int q[64], n, status;
+	double ms;
+	pid_t pid;
+
+	pid = spawn(producer_holds, name, true);
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+	ck_assert(WIFSTOPPED(status));
+	n = fill_listen_queue(name, q, 64);
+	alarm(10); /* a connect that blocks fails the test by SIGALRM */
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_ptr_null(evs_consumer__connect(name, 0, &o));
+	ms = ms_since(&t0);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	ck_assert_msg(strstr(evs_errmsg(), "accepts no connection"), "message: %s", evs_errmsg());
+	ck_assert_msg(ms >= 290 && ms < 1300, "connect gave up after %.0f ms, its deadline was 300", ms);
+	printf("stopped producer: connect gave up after %.0f ms: %s\n", ms, evs_errmsg());
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_ptr_null(evs_producer__new(name, 1, NULL));
+	ms = ms_since(&t0);
+	ck_assert_int_eq(errno, EADDRINUSE);
+	snprintf(pid_s, sizeof(pid_s), "pid %d", (int)pid);
+	ck_assert_msg(strstr(evs_errmsg(), pid_s), "message: %s", evs_errmsg());
+	ck_assert_msg(ms < 1000, "a second producer took %.0f ms to fail", ms);
+	printf("stopped producer: a second one failed after %.1f ms: %s\n", ms, evs_errmsg());
+	alarm(0);
+
+	while (n--)
+		close(q[n]);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
+}
+END_TEST
+
+/* ------------------------------------------------------- one name */
+
+#define STORM_PROCS 12
+#define STORM_ROUNDS 100
+
+/* Waits for the start (EOF on go), tries to be producer `name`; says
+ * {index, 'w' won / 'l' lost with EADDRINUSE / 'e' other error} on res;
+ * a winner stays until `stay` ends. */
+static void storm_child(int idx, const char *name, int go, int res, int stay)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_producer *p;
+	char msg[2] = { (char)idx, 'e' }, ch;
+
+	alarm(20);
+	if (read(go, &ch, 1) != 0)
+		_exit(120);
+	p = evs_producer__new(name, 1, &o);
+	msg[1] = p ? 'w' : errno == EADDRINUSE ? 'l' : 'e';
+	if (write(res, msg, 2) != 2)
+		_exit(121);
+	if (!p)
+		_exit(0);
+	if (read(stay, &ch, 1) != 0)
+		_exit(122);
+	evs_producer__free(p);
+	_exit(0);
+}
+
+/* Many processes create a producer of one name at the same instant: one
+ * wins each round, and stays reachable once the others have gone; when
+ * it exits, the name is free for the next. */
+START_TEST(test_xproc_one_name_one_producer_in_a_fork_storm)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s", evs_test_name("storm"));
+	for (int round = 0; round < STORM_ROUNDS; round++) {
+		int go[2], res[2], stay[2], won = 0, lost = 0, winner = -1, status;
+		pid_t pids[STORM_PROCS];
+		struct evs_consumer *c;
+
+		ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+		ck_assert_int_eq(pipe2(res, O_CLOEXEC), 0);
+		ck_assert_int_eq(pipe2(stay, O_CLOEXEC), 0);
+		for (int i = 0; i < STORM_PROCS; i++) {
+			pids[i] = fork();
+			ck_assert_int_ge(pids[i], 0);
+			if (pids[i] == 0) {
+				close(go[1]);
+				close(res[0]);
+				close(stay[1]);
+				storm_child(i, name, go[0], res[1], stay[0]);
+			}
+		}
+		close(go[0]);
+		close(res[1]);
+		close(stay[0]);
+		close(go[1]); /* all at once */
+		for (int i = 0; i < STORM_PROCS; i++) {
+			char msg[2];
+
+			ck_assert_int_eq(read(res[0], msg, 2), 2);
+			ck_assert_msg(msg[1] != 'e', "round %d: a producer failed otherwise than "
+				      "EADDRINUSE", round);
+			if (msg[1] == 'w') {
+				won++;
+				winner = msg[0];
+			} else {
+				lost++;
+			}
+		}
+		close(res[0]);
+		ck_assert_msg(won == 1, "round %d: %d producers of one name", round, won);
+		/* the losers have gone; the winner is still there */
+		for (int i = 0; i < STORM_PROCS; i++) {
+			if (i == winner)
+				continue;
+			ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
+			ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		}
+		c = evs_consumer__connect(name, 0, NULL);
+		ck_assert_msg(c, "round %d: the winner is unreachable: %s", round, evs_errmsg());
+		evs_consumer__free(c);
+		close(stay[1]);
+		ck_assert_int_eq(waitpid(pids[winner], &status, 0), pids[winner]);
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	printf("fork storm: %d rounds of %d producers, one winner each\n", STORM_ROUNDS, STORM_PROCS);
+	{
+		struct evs_producer *p = evs_producer__new(name, 1, NULL);
+
+		ck_assert_msg(p, "the name stayed taken: %s", evs_errmsg());
+		evs_producer__free(p);
+	}
+}
+END_TEST
+
+/* A producer removes the socket file it made, and no other: here another
+ * one has replaced it (a producer of an evstream that took no lock). */
+START_TEST(test_xproc_free_leaves_a_socket_file_that_is_not_its_own)
+{
+	const char *name = evs_test_name("notmine");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat mine, after;
+	int fd;
+
+	ck_assert_msg(p, "%s", evs_errmsg());
+	socket_path(sa.sun_path, sizeof(sa.sun_path), name);
+	ck_assert_int_eq(unlink(sa.sun_path), 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(stat(sa.sun_path, &mine), 0);
+	evs_producer__free(p);
+	ck_assert_msg(stat(sa.sun_path, &after) == 0, "the producer removed a socket file not its own");
+	ck_assert_uint_eq(after.st_ino, mine.st_ino);
+	close(fd);
+	unlink(sa.sun_path);
+}
+END_TEST
+
+/* A producer killed leaves its socket and lock files: the next producer of
+ * the name takes both over, and consumers reach it. */
+START_TEST(test_xproc_name_is_free_again_after_its_producer_is_killed)
+{
+	const char *name = evs_test_name("killed");
+	struct evs_producer *p;
+	pid_t pid;
+
+	pid = spawn(producer_holds, name, true);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
+	p = evs_producer__new(name, 1, NULL);
+	ck_assert_msg(p, "%s", evs_errmsg());
+	pid = spawn_consumer(name, 0, child_holds_until_done, true);
+	sync_write(from_parent[1]);
+	ck_assert_int_eq(exit_code(pid), 0);
+	evs_producer__free(p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("xproc");
@@ -531,8 +782,12 @@ int main(void)
 	tcase_add_test(tc, test_xproc_producer_crash_drains_then_epipe);
 	tcase_add_test(tc, test_xproc_eventfd_wakes_other_process);
 	tcase_add_test(tc, test_xproc_busy_peeker_sees_producer_crash);
-	tcase_add_test(tc, test_xproc_stream_fd_is_an_eventfd);
+	tcase_add_test(tc, test_xproc_stream_fd_is_an_epoll_set);
 	tcase_add_test(tc, test_xproc_hostile_consumer_cannot_block_producer);
+	tcase_add_test(tc, test_xproc_stopped_producer_holds_no_connect_past_its_deadline);
+	tcase_add_test(tc, test_xproc_one_name_one_producer_in_a_fork_storm);
+	tcase_add_test(tc, test_xproc_free_leaves_a_socket_file_that_is_not_its_own);
+	tcase_add_test(tc, test_xproc_name_is_free_again_after_its_producer_is_killed);
 	suite_add_tcase(s, tc);
 	return evs_run_suite(s);
 }

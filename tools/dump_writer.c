@@ -463,6 +463,11 @@ indexed:
 	return 0;
 }
 
+int dump_writer_flush(struct dump_writer *w)
+{
+	return -w->index_errno;
+}
+
 int dump_writer_close_index(struct dump_writer *w)
 {
 	int err = 0;

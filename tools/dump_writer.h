@@ -97,6 +97,9 @@ int dump_writer_add_core(struct dump_writer *w, unsigned int core);
 int dump_writer_record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
 		       const void *payload);
 
+/* Each line is written as it comes: nothing to flush. 0, or -index_errno
+ * once a line could not be written (kept for callers that flush on a tick). */
+int dump_writer_flush(struct dump_writer *w);
 /* Closes the index, giving back the disk space reserved past its end. */
 int dump_writer_close_index(struct dump_writer *w);
 int dump_writer_close(struct dump_writer *w);

@@ -142,6 +142,7 @@ static const char *const cause_names[] = {
 	[EVS_DROP_RING_FULL] = "ring_full",
 	[EVS_DROP_TOO_BIG] = "too_big",
 	[EVS_DROP_NO_CONSUMER] = "no_consumer",
+	[EVS_DROP_NO_MEMORY] = "no_memory",
 };
 _Static_assert(sizeof(cause_names) / sizeof(cause_names[0]) == EVS_DROP_CAUSE_COUNT, "causes");
 
@@ -152,6 +153,7 @@ static uint64_t cause_events(const struct evs_drop_val *v, int cause)
 	case EVS_DROP_RING_FULL: return v->ring_full;
 	case EVS_DROP_TOO_BIG: return v->too_big;
 	case EVS_DROP_NO_CONSUMER: return v->no_consumer;
+	case EVS_DROP_NO_MEMORY: return v->no_memory;
 	}
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "dump.h"
 #include "dump_writer.h"
+#include "kafka_dump.h"
 #include "evstream/evstream.h"
 
 #define BATCH 256            /* records per stream per turn */
@@ -81,6 +82,15 @@ static void usage(FILE *f)
 "  -p, --progress        live status line even when stderr is not a terminal\n"
 "  -s, --summary         summary at the end even when stderr is not a terminal\n"
 "  -q, --quiet           neither status line nor summary\n"
+"From Kafka (what evs-forward published; docs/kafka.md), instead of PRODUCER:\n"
+"      --kafka BROKERS   bootstrap servers, host:port[,host:port...]\n"
+"      --topic T         the topic to read\n"
+"      --group G         consumer group (default evs-dump); readers in one group\n"
+"                        share the partitions\n"
+"      --until-idle S    stop when every partition is read to its end and\n"
+"                        nothing came for S seconds\n"
+"      --timeout S       give up when no broker answers within S s (default 10)\n"
+"  -X key=value          a librdkafka setting; repeatable\n"
 "SIGINT, SIGTERM, SIGHUP: take what is in the rings, write it, end (a second\n"
 "signal: end now).\n"
 "Exit status: 0 done; 1 events could not be written (or a stream broke);\n"
@@ -502,23 +512,26 @@ static int connect_all(struct dumper *d, const unsigned char *set, bool all, dou
 {
 	for (unsigned int core = 0; core < MAX_CORES; core++) {
 		struct evs_consumer *c;
+		uint64_t t0;
 		int err;
 
 		if (!all && !set[core])
 			continue;
+		t0 = cli_now_ns();
 		c = cli_connect_or_stop(d->name, core, core == 0 || !all ? wait_s : 0, false, d->sfd);
 		if (!c) {
-			if (all && errno == EINVAL && d->n)
+			err = errno;
+			if (all && err == EINVAL && d->n)
 				break; /* past the producer's last core */
-			if (d->n && producer_gone(errno)) {
+			if (d->n && producer_gone(err)) {
 				/* what it committed on the cores already connected
 				 * is in their rings: dump it */
 				fprintf(stderr, "evs-dump: producer '%s' ended while its cores were being "
 					"connected (core %u: %s); dumping the %u connected\n", d->name, core,
-					*evs_errmsg() ? evs_errmsg() : strerror(errno), d->n);
+					*evs_errmsg() ? evs_errmsg() : strerror(err), d->n);
 				break;
 			}
-			if (errno == EINTR) {
+			if (err == EINTR) {
 				struct signalfd_siginfo si = { 0 };
 
 				if (read(d->sfd, &si, sizeof(si)) != sizeof(si))
@@ -529,9 +542,12 @@ static int connect_all(struct dumper *d, const unsigned char *set, bool all, dou
 					"dumped\n", sig ? sig : "?", d->name);
 				return -EINTR;
 			}
-			fprintf(stderr, "evs-dump: cannot connect to core %u of producer '%s': %s\n",
-				core, d->name, *evs_errmsg() ? evs_errmsg() : strerror(errno));
-			return -errno;
+			fprintf(stderr, "evs-dump: cannot connect to core %u of producer '%s': %s", core,
+				d->name, *evs_errmsg() ? evs_errmsg() : strerror(err));
+			if (err == ETIMEDOUT)
+				fprintf(stderr, " (tried for %.1f s)", (double)(cli_now_ns() - t0) / 1e9);
+			fputc('\n', stderr);
+			return -err;
 		}
 		err = add_stream(d, core, c);
 		if (err)
@@ -574,8 +590,16 @@ int main(int argc, char **argv)
 		{ "summary", no_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		/* Kafka: tools/kafka_dump.c */
+		{ "kafka", required_argument, NULL, 'K' },
+		{ "topic", required_argument, NULL, 'T' },
+		{ "group", required_argument, NULL, 'G' },
+		{ "until-idle", required_argument, NULL, 'I' },
+		{ "timeout", required_argument, NULL, 'O' },
 		{ 0 },
 	};
+	static char *kprops[128];
+	struct kafka_dump_opts ko = { .timeout = 10 };
 	static unsigned char core_set[MAX_CORES];
 	struct dumper d = { .name = "evs-demo", .ep = -1, .sfd = -1, .tick_fd = -1, .deadline_fd = -1 };
 	const char *out = NULL, *convert = NULL;
@@ -587,7 +611,7 @@ int main(int argc, char **argv)
 	int opt, err, rc = 0;
 
 	d.progress = d.summary = tty;
-	while ((opt = getopt_long(argc, argv, "o:c:n:b:t:irw:psqh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "o:c:n:b:t:irw:psqhX:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': out = optarg; break;
 		case 'c':
@@ -619,11 +643,51 @@ int main(int argc, char **argv)
 		case 's': d.summary = true; break;
 		case 'q': quiet = true; break;
 		case 'h': usage(stdout); return 0;
+		case 'K': ko.brokers = optarg; break;
+		case 'T': ko.topic = optarg; break;
+		case 'G': ko.group = optarg; break;
+		case 'I':
+			if (cli_parse_double("--until-idle", optarg, 0, CLI_SECONDS_MAX, "seconds", &ko.until_idle))
+				return 2;
+			break;
+		case 'O':
+			if (cli_parse_double("--timeout", optarg, 0.1, 3600, "seconds", &ko.timeout))
+				return 2;
+			break;
+		case 'X':
+			if (ko.nprops == sizeof(kprops) / sizeof(kprops[0])) {
+				fprintf(stderr, "evs-dump: more than %zu -X settings\n", sizeof(kprops) / sizeof(kprops[0]));
+				return 2;
+			}
+			kprops[ko.nprops++] = optarg;
+			break;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (quiet)
 		d.progress = d.summary = false;
+	if (ko.brokers || ko.topic) {
+		if (!ko.brokers || !ko.topic || convert || !all_cores || wait_s > 0 || d.max_bytes || optind < argc) {
+			fprintf(stderr, "evs-dump: --kafka BROKERS and --topic T go together, without a PRODUCER, "
+				"--cores, --wait, --bytes or --convert\n");
+			return 2;
+		}
+#ifdef EVS_KAFKA
+		ko.props = kprops;
+		ko.out = out;
+		ko.mode = mode;
+		ko.print = print;
+		ko.progress = d.progress;
+		ko.summary = d.summary;
+		ko.max_events = d.max_events;
+		ko.seconds = seconds;
+		return kafka_dump_main(&ko);
+#else
+		fprintf(stderr, "evs-dump: built without Kafka (librdkafka was missing at build time: make deps, "
+			"then make)\n");
+		return 2;
+#endif
+	}
 	if (convert) {
 		char def[4096];
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 
 #include "attach.h"
@@ -39,12 +40,16 @@ bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
 {
 	bool use_membarrier = consumer_membarrier && s->owner->membarrier;
 
-	/* a kick left over from a previous consumer would be a spurious wakeup */
+	/* a kick left over from a previous consumer would be a spurious wakeup
+	 * (one still on its way is the consumer's to drop: prepare_wait) */
 	evs_efd_drain(s->efd);
-	/* relaxed: ordered before the producer's next emit by active below; a
-	 * commit already in flight is covered by the consumer's membarrier()
-	 * at attach (evs_consumer_map) */
+	/* relaxed: ordered before the producer's next emit by active below */
 	WRITE_ONCE(&s->fence, !use_membarrier);
+	/* a commit already in flight may have skipped its fence under the
+	 * previous consumer's rules: make its prod_pos visible before the new
+	 * consumer looks, whichever way that one arms */
+	if (s->owner->membarrier)
+		evs_membarrier();
 	/* the consumer starts armed: the first commit wakes it, so a client
 	 * that polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
@@ -82,12 +87,14 @@ static int file_size_is(int fd, uint64_t size)
 	return fstat(fd, &st) == 0 && (uint64_t)st.st_size == size;
 }
 
-/* A file the producer could still shrink would turn our reads into SIGBUS. */
-static bool size_is_sealed(int fd)
+/* A file the producer could still shrink, or free pages of (a punched
+ * hole refaults, from an empty huge-page pool as SIGBUS), would turn our
+ * reads into SIGBUS. */
+static bool sealed_with(int fd, int want)
 {
 	int seals = fcntl(fd, F_GET_SEALS);
 
-	return seals >= 0 && (seals & F_SEAL_SHRINK);
+	return seals >= 0 && (seals & want) == want;
 }
 
 /* Map the stream and check the producer's identity page against what the
@@ -101,9 +108,12 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t r
 
 	if ((page_size != 4096 && page_size != EVS_HUGE_PAGE) || ring_bytes < page_size ||
 	    ring_bytes % page_size || ring_bytes > (1ULL << 46) ||
-	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES) ||
-	    !size_is_sealed(data_fd) || !size_is_sealed(ctl_fd))
+	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES))
 		return evs_fail(EBADMSG, "stream of core %u: sizes do not match the shared files", core);
+	if (!sealed_with(ctl_fd, F_SEAL_SHRINK | F_SEAL_GROW) ||
+	    !sealed_with(data_fd, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE))
+		return evs_fail(EBADMSG, "stream of core %u: the shared files lack their seals "
+				"(shrink and grow; the ring also future-write)", core);
 	err = evs_map_attach(&c->map, ctl_fd, data_fd, ring_bytes, page_size, false);
 	if (err)
 		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
@@ -117,12 +127,6 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t r
 		evs_map_detach(&c->map);
 		return evs_fail(EBADMSG, "stream of core %u: bad identity (magic, ABI %u, sizes)",
 				core, abi);
-	}
-	/* a commit in flight when we were attached may have skipped its fence
-	 * under the previous consumer's rules: make its prod_pos visible */
-	if (membarrier && (err = evs_membarrier()) < 0) {
-		evs_map_detach(&c->map);
-		return evs_fail(-err, "membarrier: %s", evs_strerror(err));
 	}
 	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with evs_stream_publish() */
 	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
@@ -141,8 +145,8 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t r
 	c->prod_cache = cons_pos;
 	c->released = READ_ONCE(&c->map.cons->released);
 	c->core = core;
-	c->armed = true; /* evs_stream_activate() armed the wait word */
 	c->membarrier = membarrier;
+	evs_consumer_pace_init(c);
 	return 0;
 }
 
@@ -160,6 +164,7 @@ static int connect_local(struct evs_consumer *c, struct evs_producer *p, unsigne
 	s = &p->streams[core];
 	if (evs_stream_claim(s))
 		return evs_fail(EBUSY, "core %u already has a consumer", core);
+	/* the stream's own eventfd: the producer's free wakes it too */
 	c->efd = fcntl(s->efd, F_DUPFD_CLOEXEC, 0);
 	if (c->efd < 0) {
 		err = -errno;
@@ -167,14 +172,24 @@ static int connect_local(struct evs_consumer *c, struct evs_producer *p, unsigne
 		return err;
 	}
 	err = evs_consumer_map(c, s->backing.ctl_fd, s->backing.data_ro_fd, s->backing.ring_bytes,
-			   s->backing.page_size, core, evs_stream_activate(s, evs_membarrier_usable()));
+			       s->backing.page_size, core,
+			       evs_stream_activate(s, evs_membarrier_usable()));
 	if (err) {
 		evs_stream_release_claim(s);
 		return err;
 	}
+	c->wait_fd = c->efd;
 	c->local = s;
 	s->local = c;
+	evs_consumer_arm_at_start(c);
 	return 0;
+}
+
+static int epoll_add(int ep, int fd, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.fd = fd };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
 /* A producer of another process: the handshake hands over its memory
@@ -200,7 +215,26 @@ static int connect_remote(struct evs_consumer *c, const char *name, unsigned int
 	}
 	c->efd = fds[EVS_WELCOME_EVENT_FD];
 	c->sock = sock;
+	/* one fd to wait on for both records and the producer's end: a dead
+	 * producer cannot write the eventfd, but its socket hangs up */
+	c->wait_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->wait_fd < 0 || epoll_add(c->wait_fd, c->efd, EPOLLIN) ||
+	    epoll_add(c->wait_fd, c->sock, EPOLLIN | EPOLLRDHUP))
+		return evs_fail(errno, "epoll for the stream fd of core %u: %s", core,
+				strerror(errno));
+	evs_consumer_arm_at_start(c);
 	return 0;
+}
+
+static void consumer_close_fds(struct evs_consumer *c)
+{
+	if (c->wait_fd >= 0 && c->wait_fd != c->efd)
+		close(c->wait_fd);
+	if (c->efd >= 0)
+		close(c->efd);
+	/* closing the socket is the hang-up the producer's server sees */
+	if (c->sock >= 0)
+		close(c->sock);
 }
 
 EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned int core,
@@ -208,6 +242,7 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 {
 	struct evs_consumer *c;
 	struct evs_producer *p;
+	bool use_membarrier;
 	int err;
 
 	evs_clear_errmsg();
@@ -222,7 +257,10 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 		err = -ENOMEM;
 		goto err_out;
 	}
-	c->efd = c->sock = -1;
+	c->efd = c->sock = c->wait_fd = -1;
+	err = evs_env_membarrier(&use_membarrier);
+	if (err)
+		goto err_free;
 
 	evs_registry_lock();
 	p = evs_registry_find(name);
@@ -245,8 +283,8 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 	return c;
 
 err_free:
-	if (c->efd >= 0)
-		close(c->efd);
+	evs_map_detach(&c->map);
+	consumer_close_fds(c);
 	free(c);
 err_out:
 	errno = -err;
@@ -266,10 +304,6 @@ EVS_API void evs_consumer__free(struct evs_consumer *c)
 	evs_registry_unlock();
 	evs_map_detach(&c->map);
 	free(c->held_len);
-	if (c->efd >= 0)
-		close(c->efd);
-	/* closing the socket is the hang-up the producer's server sees */
-	if (c->sock >= 0)
-		close(c->sock);
+	consumer_close_fds(c);
 	free(c);
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* A consumer in another process: connect to the producer's socket, say
- * hello, and receive the stream's memfds and eventfd (handshake.h). */
+/* A consumer in another process: check the runtime directory and the
+ * producer's socket and credentials, say hello, and receive the stream's
+ * memfds and eventfd (handshake.h), all within one deadline. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -14,6 +16,7 @@
 #include "errors.h"
 #include "layout.h"
 #include "membarrier.h"
+#include "rundir.h"
 
 static void close_fds(int *fds, int n)
 {
@@ -66,37 +69,109 @@ static int recv_welcome(int sock, struct evs_welcome *w, int *fds, int *nfds, in
 	return 0;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A producer that is stopped (SIGSTOP, a debugger) accepts nothing, and
+ * once its listen queue is full a blocking connect() waits for ever. The
+ * socket is non-blocking, so a full queue is EAGAIN at once: try again,
+ * more slowly each time, until the deadline. -EINTR when a signal handler
+ * cut a pause short: the caller decides whether to go on.
+ */
+static int connect_until(int sock, const struct sockaddr_un *sa, int64_t deadline)
+{
+	long pause_us = 200;
+
+	for (;;) {
+		struct timespec ts;
+		int64_t left;
+
+		if (connect(sock, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
+			return 0;
+		if (errno != EAGAIN)
+			return -errno;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (pause_us > left * 1000)
+			pause_us = (long)left * 1000;
+		ts = (struct timespec){ .tv_nsec = pause_us * 1000 };
+		if (nanosleep(&ts, NULL) < 0)
+			return -errno;
+		if (pause_us < 10000)
+			pause_us *= 2;
+	}
+}
+
+/* The producer is who the directory says it should be: its uid or root.
+ * Checked before we say anything, so a relay learns nothing from us. */
+static int check_peer(int sock, const struct evs_rundir *d, const char *name, const char *file)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return evs_fail(errno, "producer '%s': reading its credentials: %s", name,
+				strerror(errno));
+	if (cred.uid != d->peer_uid && cred.uid != 0)
+		return evs_fail(EPERM, "%s/%s is served by uid %u (pid %d): refused, expected uid %u or "
+				"root", d->path, file, (unsigned)cred.uid, (int)cred.pid,
+				(unsigned)d->peer_uid);
+	return 0;
+}
+
 int evs_client_handshake(const char *name, unsigned int core, const struct evs_consumer_opts *opts,
 			 struct evs_welcome *welcome, int fds[EVS_WELCOME_NFDS], int *sockp)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(sa.sun_path)];
+	struct sockaddr_un sa;
+	struct evs_rundir dir;
+	char file[EVS_RUNFILE_MAX];
 	struct evs_hello h = { .magic = EVS_HELLO_MAGIC, .abi_major = EVS_ABI_MAJOR,
 			       .abi_minor = EVS_ABI_MINOR, .core = core,
 			       .flags = evs_membarrier_usable() ? EVS_HELLO_F_MEMBARRIER : 0 };
 	struct evs_welcome w = { 0 };
-	int nfds = 0;
+	int nfds = 0, sock = -1;
 	int timeout = OPTS_GET(opts, timeout_ms, 0) > 0 ? opts->timeout_ms : 2000;
-	int sock, err;
+	int64_t deadline = now_ms() + timeout;
+	int err;
 
-	err = evs_runtime_dir(OPTS_GET(opts, runtime_dir, NULL), dir, sizeof(dir));
+	err = evs_rundir_open(&dir, OPTS_GET(opts, runtime_dir, NULL), name);
 	if (err)
 		return err;
-	err = evs_socket_path(dir, name, sa.sun_path, sizeof(sa.sun_path));
+	evs_runfile(file, name, ".sock");
+	err = evs_rundir_check_socket(&dir, name, file);
 	if (err)
-		return err;
-	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (sock < 0)
-		return -errno;
-	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = errno;
-		close(sock);
-		if (err == ENOENT || err == ECONNREFUSED)
-			return evs_fail(ENOENT, "no producer named '%s' (no one listens on %s)",
-					name, sa.sun_path);
-		return evs_fail(err, "connecting to producer '%s' at %s: %s", name, sa.sun_path,
-				strerror(err));
+		goto err_close;
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (sock < 0) {
+		err = -errno;
+		goto err_close;
 	}
+	evs_rundir_sockaddr(&dir, file, &sa);
+	err = connect_until(sock, &sa, deadline);
+	if (err == -ENOENT || err == -ECONNREFUSED) {
+		evs_fail(ENOENT, "no producer named '%s' (no one listens on %s/%s)", name, dir.path, file);
+		err = -ENOENT;
+		goto err_close;
+	} else if (err == -ETIMEDOUT) {
+		evs_fail(ETIMEDOUT, "producer '%s' accepts no connection: the listen queue of %s/%s stayed "
+			 "full for %d ms (is the producer stopped, e.g. in a debugger?)", name, dir.path,
+			 file, timeout);
+		goto err_close;
+	} else if (err) {
+		evs_fail(-err, "connecting to producer '%s' at %s/%s: %s", name, dir.path, file,
+			 evs_strerror(err));
+		goto err_close;
+	}
+	err = check_peer(sock, &dir, name, file);
+	if (err)
+		goto err_close;
 	/* a server that refuses us (credentials) may answer and hang up before
 	 * reading the hello: its answer is still ours to read */
 	if (send(sock, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h)) {
@@ -110,7 +185,9 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 			goto err_close;
 		}
 	} else {
-		err = recv_welcome(sock, &w, fds, &nfds, timeout);
+		int64_t left = deadline - now_ms();
+
+		err = recv_welcome(sock, &w, fds, &nfds, left > 0 ? (int)left : 0);
 	}
 	if (err == -ECONNRESET) {
 		evs_fail(ECONNRESET, "producer '%s' hung up during the handshake, before its welcome "
@@ -144,12 +221,15 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 		err = evs_fail(EPROTO, "producer '%s' sent a malformed welcome", name);
 		goto err_close;
 	}
+	evs_rundir_close(&dir);
 	*welcome = w;
 	*sockp = sock;
 	return 0;
 
 err_close:
 	close_fds(fds, nfds);
-	close(sock);
+	if (sock >= 0)
+		close(sock);
+	evs_rundir_close(&dir);
 	return err;
 }

@@ -2,8 +2,10 @@
 /*
  * The producer's timestamp clock (clock.h): calibration and anchors.
  *
- * CLOCK_MONOTONIC with clocksource "tsc" is the kernel's linear map of the
- * TSC, its slope adjusted by NTP. We keep our own copy of that map: an
+ * With an invariant TSC, CLOCK_MONOTONIC is, over a millisecond, a linear
+ * map of the TSC (exactly so with clocksource "tsc", whose slope NTP
+ * adjusts; through the hypervisor's scaling with kvm-clock). We keep our
+ * own copy of that map: an
  * anchor pair renewed every millisecond (so an offset error cannot grow),
  * and a slope measured over a second or more (so the jitter of one pair,
  * ~10-20 ns, becomes parts per billion). Between renewals the error is the
@@ -93,22 +95,6 @@ static uint64_t slope_of(const struct clock_pair *a, const struct clock_pair *b)
 	return (uint64_t)m;
 }
 
-/* Does the first line of path equal want? */
-static bool file_says(const char *path, const char *want)
-{
-	char buf[64] = "";
-	FILE *f = fopen(path, "re");
-	bool ok;
-
-	if (!f)
-		return false;
-	ok = fgets(buf, sizeof(buf), f) != NULL;
-	buf[strcspn(buf, "\n")] = '\0';
-	ok = ok && !strcmp(buf, want);
-	fclose(f);
-	return ok;
-}
-
 /* The TSC ticks at one rate whatever the CPU's frequency and sleep state. */
 static bool cpu_flags_have_stable_tsc(void)
 {
@@ -141,9 +127,12 @@ static void proc_calibrate(void)
 	struct timespec nap = { 0, FIRST_SLOPE_NS };
 	struct clock_pair b;
 
-	if (!HAVE_TSC ||
-	    !file_says("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc") ||
-	    !cpu_flags_have_stable_tsc())
+	/* an invariant TSC is enough: CLOCK_MONOTONIC need not read it
+	 * (kvm-clock scales it behind a hypervisor's page, hpet not at all);
+	 * anchors every millisecond and a slope re-measured every second keep
+	 * us on CLOCK_MONOTONIC, and a slope that jumps sends the stream back
+	 * to clock_gettime() */
+	if (!HAVE_TSC || !cpu_flags_have_stable_tsc())
 		return;
 	proc.start = pair_read();
 	nanosleep(&nap, NULL);
@@ -169,6 +158,12 @@ static void clock_anchor(struct evs_clock *c, const struct clock_pair *p)
 	c->ns0 = p->ns;
 	/* d < span bounds d * mult by EVS_CLOCK_ANCHOR_NS * 2^32 < 2^64 */
 	c->span = ticks_of(EVS_CLOCK_ANCHOR_NS, c->mult);
+}
+
+uint64_t evs_tsc_ticks(uint64_t ns)
+{
+	pthread_once(&proc.once, proc_calibrate);
+	return proc.usable ? ticks_of(ns, proc.mult) : 0;
 }
 
 void evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode)

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The producer's timestamp clock: CLOCK_MONOTONIC nanoseconds, read from
- * the TSC where the kernel's own CLOCK_MONOTONIC is the TSC (clocksource
- * "tsc", constant and nonstop), else from clock_gettime().
+ * the TSC where it is invariant (constant and nonstop: whatever the
+ * clocksource, tsc or kvm-clock), else from clock_gettime().
  *
- * A clock_gettime() costs ~22 ns here (its vDSO reads the TSC behind an
- * lfence and a seqlock); a bare rdtsc ~10 ns, and it overlaps with the
+ * A clock_gettime() costs 22-26 ns on the machines evs-bench has met (its
+ * vDSO reads the TSC behind an lfence and a seqlock, and with kvm-clock a
+ * hypervisor page too); a bare rdtsc ~10 ns, and it overlaps with the
  * record's stores. Each stream extrapolates from an anchor, a (TSC,
  * CLOCK_MONOTONIC) pair, that it renews every EVS_CLOCK_ANCHOR_NS, with a
  * slope measured over at least EVS_CLOCK_SLOPE_NS, so that the error stays
@@ -24,7 +25,7 @@
 #define EVS_CLOCK_SLOPE_NS  1000000000ull /* re-measure the slope after 1 s */
 
 enum evs_clock_mode {
-	EVS_CLOCK_AUTO = 0, /* the TSC when it is CLOCK_MONOTONIC's source */
+	EVS_CLOCK_AUTO = 0, /* the TSC when it is invariant */
 	EVS_CLOCK_GETTIME,  /* clock_gettime() for every record (EVSTREAM_TSC=off) */
 };
 
@@ -42,6 +43,9 @@ struct evs_clock {
 /* Set up a stream's clock; the first call in a process measures the TSC
  * rate (~2 ms). */
 void evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode);
+/* TSC ticks in ns nanoseconds where the TSC is invariant, else 0; the
+ * first call in a process measures the TSC rate (~2 ms). */
+uint64_t evs_tsc_ticks(uint64_t ns);
 /* Out of the fast path: the anchor is old (or there is no TSC). */
 uint64_t evs_clock_slow(struct evs_clock *c);
 

@@ -2,6 +2,8 @@
 /* Limits and names from options and the environment, with errors that name
  * the bad value and what is allowed. */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "env.h"
 #include "errors.h"
 #include "layout.h"
 
@@ -57,7 +60,7 @@ static uint64_t phys_mem_bytes(void)
 	return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (1ULL << 40);
 }
 
-static int env_u64(const char *var, uint64_t min, uint64_t max, const char *what, uint64_t *out)
+int evs_env_u64(const char *var, uint64_t min, uint64_t max, const char *what, uint64_t *out)
 {
 	const char *s = getenv(var);
 	uint64_t v;
@@ -75,6 +78,22 @@ static int env_u64(const char *var, uint64_t min, uint64_t max, const char *what
 	return 1;
 }
 
+/* EVSTREAM_MEMBARRIER: auto (default: where the kernel allows it) or off
+ * (a fence per commit instead of membarrier() wakeups). */
+int evs_env_membarrier(bool *use)
+{
+	const char *v = getenv("EVSTREAM_MEMBARRIER");
+
+	*use = true;
+	if (!v || !strcasecmp(v, "auto"))
+		return 0;
+	if (!strcasecmp(v, "off")) {
+		*use = false;
+		return 0;
+	}
+	return evs_fail(EINVAL, "EVSTREAM_MEMBARRIER='%s' is not allowed: use auto or off", v);
+}
+
 /* EVSTREAM_TSC: auto (default) or off. */
 static int clock_mode_from_env(enum evs_clock_mode *mode)
 {
@@ -90,58 +109,106 @@ static int clock_mode_from_env(enum evs_clock_mode *mode)
 	return evs_fail(EINVAL, "EVSTREAM_TSC='%s' is not allowed: use auto or off", v);
 }
 
+/* A ring the user sized by bytes that holds fewer of the runtime's events
+ * than its event limit: the bytes run out first. Said once per process,
+ * naming both variables, since that is what the user may not expect. */
+static void note_ring_smaller(const char *ring_env, const struct evs_config *cfg, bool events_set)
+{
+	static atomic_flag said = ATOMIC_FLAG_INIT;
+
+	if (atomic_flag_test_and_set(&said))
+		return;
+	fprintf(stderr, "evstream: EVSTREAM_RING_BYTES=%s holds %llu tensor-read events of %llu "
+		"bytes, fewer than %s%llu events%s: the bytes run out first (events beyond them "
+		"drop as ring_full)\n", ring_env,
+		(unsigned long long)(cfg->ring_bytes / EVS_RUNTIME_EVENT_BYTES),
+		(unsigned long long)EVS_RUNTIME_EVENT_BYTES,
+		events_set ? EVS_RUNTIME_BUFFER_SIZE_VAR "=" : "the ",
+		(unsigned long long)cfg->max_events,
+		events_set ? "" : " of " EVS_RUNTIME_BUFFER_SIZE_VAR "'s default");
+}
+
+static int hugepages_from_env(int *mode)
+{
+	const char *hp = getenv("EVSTREAM_HUGEPAGES");
+
+	if (!hp)
+		return 0;
+	if (!strcasecmp(hp, "auto"))
+		*mode = EVS_HUGEPAGES_AUTO;
+	else if (!strcasecmp(hp, "on"))
+		*mode = EVS_HUGEPAGES_ON;
+	else if (!strcasecmp(hp, "off"))
+		*mode = EVS_HUGEPAGES_OFF;
+	else
+		return evs_fail(EINVAL, "EVSTREAM_HUGEPAGES='%s' is not allowed: use auto, on or off", hp);
+	return 0;
+}
+
+/*
+ * Limits of the producer's streams: options first, then the environment,
+ * then the defaults. The event limit defaults to the runtime's (64K
+ * events); the byte size to what holds that many of the runtime's
+ * smallest tensor-read events, so that the event count is real unless the
+ * user sized the ring in bytes.
+ */
 int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *cfg)
 {
 	uint64_t mem = phys_mem_bytes();
 	uint64_t max_ring = mem / 2;
 	/* every unconsumed event needs at least a 64-byte record header */
 	uint64_t max_events = mem / 2 / EVS_RECORD_HDR;
-	const char *hp;
+	const char *ring_env = getenv("EVSTREAM_RING_BYTES");
+	bool ring_set = false, events_set;
 	int err;
 
 	if (max_events > MAX_EVENTS_CAP)
 		max_events = MAX_EVENTS_CAP;
-
-	cfg->ring_bytes = EVS_DEFAULT_RING_BYTES;
-	cfg->max_events = EVS_DEFAULT_MAX_EVENTS;
+	cfg->max_events = EVS_RUNTIME_BUFFER_EVENTS;
 	cfg->hugepages = EVS_HUGEPAGES_AUTO;
 
-	err = env_u64("EVSTREAM_RING_BYTES", MIN_RING_BYTES, max_ring, "a byte count",
-		      &cfg->ring_bytes);
+	err = evs_env_u64("EVSTREAM_RING_BYTES", MIN_RING_BYTES, max_ring, "a byte count",
+			  &cfg->ring_bytes);
 	if (err < 0)
 		return err;
-	err = env_u64("NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", 1, max_events, "an event count",
-		      &cfg->max_events);
+	ring_set = err > 0;
+	err = evs_runtime_buffer_events(max_events, &cfg->max_events);
 	if (err < 0)
 		return err;
+	events_set = err > 0;
 	err = clock_mode_from_env(&cfg->clock);
 	if (err < 0)
 		return err;
-	hp = getenv("EVSTREAM_HUGEPAGES");
-	if (hp) {
-		if (!strcasecmp(hp, "auto"))
-			cfg->hugepages = EVS_HUGEPAGES_AUTO;
-		else if (!strcasecmp(hp, "on"))
-			cfg->hugepages = EVS_HUGEPAGES_ON;
-		else if (!strcasecmp(hp, "off"))
-			cfg->hugepages = EVS_HUGEPAGES_OFF;
-		else
-			return evs_fail(EINVAL, "EVSTREAM_HUGEPAGES='%s' is not allowed: use auto, on or off", hp);
-	}
+	err = hugepages_from_env(&cfg->hugepages);
+	if (err < 0)
+		return err;
 
 	/* explicit options win over the environment */
+	if (OPTS_GET(opts, max_events, 0)) {
+		cfg->max_events = opts->max_events;
+		if (cfg->max_events > max_events)
+			return evs_fail(EINVAL, "max_events=%llu is out of range: allowed is 1 to %llu",
+					(unsigned long long)cfg->max_events, (unsigned long long)max_events);
+	}
 	if (OPTS_GET(opts, ring_bytes, 0)) {
 		cfg->ring_bytes = opts->ring_bytes;
 		if (cfg->ring_bytes < MIN_RING_BYTES || cfg->ring_bytes > max_ring)
 			return evs_fail(EINVAL, "ring_bytes=%llu is out of range: allowed is %llu to %llu",
 					(unsigned long long)cfg->ring_bytes, MIN_RING_BYTES,
 					(unsigned long long)max_ring);
-	}
-	if (OPTS_GET(opts, max_events, 0)) {
-		cfg->max_events = opts->max_events;
-		if (cfg->max_events > max_events)
-			return evs_fail(EINVAL, "max_events=%llu is out of range: allowed is 1 to %llu",
-					(unsigned long long)cfg->max_events, (unsigned long long)max_events);
+	} else if (!ring_set) {
+		if (cfg->max_events > max_ring / EVS_RUNTIME_EVENT_BYTES)
+			return evs_fail(EINVAL, "%llu events of %llu bytes need more than %llu bytes per "
+					"stream (half of this machine's memory): ask for fewer events (%s, "
+					"max_events) or set EVSTREAM_RING_BYTES",
+					(unsigned long long)cfg->max_events,
+					(unsigned long long)EVS_RUNTIME_EVENT_BYTES,
+					(unsigned long long)max_ring, EVS_RUNTIME_BUFFER_SIZE_VAR);
+		cfg->ring_bytes = cfg->max_events * EVS_RUNTIME_EVENT_BYTES;
+		if (cfg->ring_bytes < MIN_RING_BYTES)
+			cfg->ring_bytes = MIN_RING_BYTES;
+	} else if (cfg->ring_bytes / EVS_RUNTIME_EVENT_BYTES < cfg->max_events) {
+		note_ring_smaller(ring_env, cfg, events_set || OPTS_GET(opts, max_events, 0));
 	}
 	if (OPTS_GET(opts, hugepages, 0)) {
 		int h = opts->hugepages;
@@ -191,14 +258,13 @@ int evs_runtime_dir(const char *opt_dir, char *buf, size_t len)
 	return 0;
 }
 
-int evs_socket_path(const char *dir, const char *name, char *buf, size_t len)
+/* Named by the caller or the user rather than derived from who we are: the
+ * one case where a consumer may trust a directory of another uid. */
+bool evs_runtime_dir_explicit(const char *opt_dir)
 {
-	int n = snprintf(buf, len, "%s/%s.sock", dir, name);
+	const char *env = getenv("EVSTREAM_RUNTIME_DIR");
 
-	if (n < 0 || (size_t)n >= len)
-		return evs_fail(ENAMETOOLONG, "socket path '%s/%s.sock' is longer than %zu bytes: "
-				"use a shorter runtime directory (EVSTREAM_RUNTIME_DIR)", dir, name, len - 1);
-	return 0;
+	return (opt_dir && *opt_dir) || (env && *env);
 }
 
 bool evs_opts_valid(const void *opts, size_t user_sz, size_t known_sz)

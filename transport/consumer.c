@@ -7,12 +7,14 @@
  * Attaching (mapping and checking the shared memory) is attach.c's.
  */
 #include <errno.h>
+#include <time.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
+#include "clock.h"
 #include "consumer.h"
 #include "membarrier.h"
 #include "stats.h"
@@ -85,6 +87,61 @@ static int consumer_fill(struct evs_consumer *c)
 }
 
 /*
+ * Pacing. A consumer right behind a producer that streams reads prod_pos
+ * and each record's lines while the producer writes them: every record
+ * then crosses between the cores twice, and both sides wait on it. So a
+ * consumer that has caught up with a stream does not look again for
+ * EVS_PACE_NS after its last refill: the producer writes a few records
+ * undisturbed and the consumer takes them from behind, one crossing for
+ * the lot. A stream is what finds records within EVS_IDLE_NS of a look
+ * that found none (or with no empty look between): after a longer quiet,
+ * the next look is at once, so that sparse events keep the latency of a
+ * consumer that spins (docs/design-notes.md, "Pacing").
+ */
+#define EVS_PACE_NS 300
+#define EVS_IDLE_NS 5000
+
+void evs_consumer_pace_init(struct evs_consumer *c)
+{
+	const char *pace = getenv("EVS_PACE_NS"), *idle = getenv("EVS_IDLE_NS");
+
+	c->pace_ticks = evs_tsc_ticks(pace ? strtoull(pace, NULL, 10) : EVS_PACE_NS);
+	c->idle_ticks = evs_tsc_ticks(idle ? strtoull(idle, NULL, 10) : EVS_IDLE_NS);
+}
+
+/* The ring looked empty by what we knew: look at prod_pos, unless a
+ * streaming producer is given its moment. 0 when records are pending. */
+static __attribute__((noinline)) int consumer_look(struct evs_consumer *c)
+{
+	uint64_t now = 0;
+	int err;
+
+	if (c->pace_ticks) {
+		now = evs_tsc();
+		if (now < c->look_after)
+			return -EAGAIN;
+	}
+	/* the next header is where the next record will start: start
+	 * pulling its line now, so that when prod_pos moves both lines
+	 * cross from the producer's core at once instead of one after
+	 * the other (a hint only; the header is read after the acquire) */
+	__builtin_prefetch(c->data + c->cons_off);
+	err = consumer_fill(c);
+	if (!c->pace_ticks)
+		return err;
+	if (err) {
+		if (!c->empty_since)
+			c->empty_since = now;
+		return err;
+	}
+	/* found records: a stream if they came soon after an empty look */
+	c->look_after = !c->empty_since || now - c->empty_since < c->idle_ticks ?
+			now + c->pace_ticks : 0;
+	c->empty_since = 0;
+	return 0;
+}
+
+/*
  * Copy out and check the header of the record at ring offset off,
  * position pos (below prod_cache); its length, or -EBADMSG.
  */
@@ -143,12 +200,7 @@ EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 	if (unlikely(c->held))
 		return consumer_peek_held(c, rec);
 	if (c->cons_pos == c->prod_cache) {
-		/* the next header is where the next record will start: start
-		 * pulling its line now, so that when prod_pos moves both lines
-		 * cross from the producer's core at once instead of one after
-		 * the other (a hint only; the header is read after the acquire) */
-		__builtin_prefetch(c->data + c->cons_off);
-		err = consumer_fill(c);
+		err = consumer_look(c);
 		if (err)
 			return err;
 	}
@@ -279,6 +331,37 @@ EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void
 	return err;
 }
 
+/* Records are there while our word may be ARMED: take the word back, or
+ * let the producer's kick stand; either way one kick is pending, so the fd
+ * is readable while the records are there. */
+static void consumer_take_arm_back(struct evs_consumer *c)
+{
+	if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) == EVS_WAIT_ARMED)
+		eventfd_write(c->efd, 1);
+	c->armed = false;
+	c->kick_pending = true;
+}
+
+/* Our arm stood (nobody took the word) but the eventfd may hold a count
+ * all the same: a write from before we attached (a producer that took the
+ * previous consumer's arm and was preempted before its write), or from
+ * anyone holding the fd. Read it, then look at the word again: still
+ * ARMED means no producer took it before the count was read, so the count
+ * was not its kick. 0 when the arm stands (sleep), -EAGAIN when the word
+ * was taken meanwhile (what we read may have been its kick). */
+static int consumer_drop_stale_kick(struct evs_consumer *c)
+{
+	uint64_t v;
+
+	if (eventfd_read(c->efd, &v) < 0)
+		return 0;
+	/* relaxed: the eventfd read (a system call) ordered it */
+	if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED)
+		return 0;
+	c->armed = false;
+	return -EAGAIN;
+}
+
 /*
  * The wakeup protocol, consumer half (see docs/architecture.md):
  *  - armed: our wait word is ARMED; the producer's next commit takes it
@@ -306,8 +389,11 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 			continue; /* drain what is left, then -EPIPE */
 		if (c->armed) {
 			/* relaxed: only the xchg decides who takes the word */
-			if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED)
-				return 0; /* the producer will kick at its next commit */
+			if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED) {
+				if (consumer_drop_stale_kick(c) == 0)
+					return 0; /* the producer will kick at its next commit */
+				continue;
+			}
 			c->armed = false; /* taken: the kick is done or on its way */
 			c->kick_pending = true;
 			continue;
@@ -325,8 +411,13 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 		 * new prod_pos in consumer_fill() */
 		if (c->membarrier) {
 			err = evs_membarrier();
-			if (err)
+			if (err) {
+				/* not armed after all: take the word back; if the
+				 * producer took it first, its kick is on its way */
+				if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED)
+					c->kick_pending = true;
 				return err;
+			}
 		} else {
 			smp_mb();
 		}
@@ -334,21 +425,33 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 		err = consumer_fill(c);
 		if (err == -EAGAIN)
 			return 0;
-		/* a commit raced with arming: take the word back, or let the
-		 * producer's kick stand; either way one kick is pending, so the
-		 * fd is readable while the records are there */
-		if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) == EVS_WAIT_ARMED)
-			eventfd_write(c->efd, 1);
-		c->armed = false;
-		c->kick_pending = true;
+		consumer_take_arm_back(c);
 		return err == 0 ? -EAGAIN : err;
 	}
 }
 
+void evs_consumer_arm_at_start(struct evs_consumer *c)
+{
+	/* evs_stream_activate() armed the word; records left by the consumer
+	 * before us are not going to make the producer kick */
+	c->armed = true;
+	if (consumer_fill(c) == 0)
+		consumer_take_arm_back(c);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms)
 {
+	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
 	struct pollfd pfd[2];
-	int err, n;
+	int err, n, left = timeout_ms;
 
 	if (!c)
 		return -EINVAL;
@@ -360,19 +463,27 @@ EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms)
 			return err;
 		pfd[0] = (struct pollfd){ .fd = c->efd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = c->sock, .events = POLLIN };
-		n = poll(pfd, c->sock >= 0 ? 2 : 1, timeout_ms);
+		n = poll(pfd, c->sock >= 0 ? 2 : 1, left);
 		if (n < 0 && errno != EINTR)
 			return -errno;
-		if (n == 0)
-			return -ETIMEDOUT;
 		if (n > 0 && c->sock >= 0 && pfd[1].revents)
 			c->gone = true; /* the producer closed its end or died */
+		/* a wake for nothing (or a signal) does not restart the time */
+		if (deadline >= 0) {
+			int64_t rest = deadline - now_ms();
+
+			if (n == 0 || rest <= 0) {
+				err = evs_consumer__prepare_wait(c);
+				return err == -EAGAIN ? 0 : err ? err : -ETIMEDOUT;
+			}
+			left = (int)rest;
+		}
 	}
 }
 
 EVS_API int evs_consumer__fd(const struct evs_consumer *c)
 {
-	return c ? c->efd : -EINVAL;
+	return c ? c->wait_fd : -EINVAL;
 }
 
 EVS_API int evs_consumer__hup_fd(const struct evs_consumer *c)

@@ -36,6 +36,12 @@ struct evs_consumer {
 	uint64_t *held_len;
 	size_t held_head, held_cap;
 
+	/* Pacing of a consumer that caught up with a streaming producer; see
+	 * consumer_refilled(). TSC values; pace_ticks 0: no pacing. */
+	uint64_t look_after;      /* an empty peek before this does not look */
+	uint64_t empty_since;     /* when a look last found nothing, 0: it found */
+	uint64_t pace_ticks, idle_ticks;
+
 	/* Wakeup protocol state; see evs_consumer__prepare_wait(). */
 	bool armed;
 	bool kick_pending;
@@ -46,9 +52,17 @@ struct evs_consumer {
 
 	int efd;
 	int sock;                 /* -1 in process */
+	int wait_fd;              /* what evs_consumer__fd() hands out: efd in
+				   * process, else an epoll set of efd and sock */
 	unsigned int core;
 	struct evs_map map;
 	struct evs_stream *local; /* in-process producer stream, under the registry lock */
 };
+
+/* Set up the pacing of empty peeks (consumer.c). */
+void evs_consumer_pace_init(struct evs_consumer *c);
+/* Right after attaching: make the fd readable if records are already
+ * there (consumer.c). */
+void evs_consumer_arm_at_start(struct evs_consumer *c);
 
 #endif

@@ -89,6 +89,7 @@ int evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause)
 		[EVS_DROP_RING_FULL] = -ENOBUFS,
 		[EVS_DROP_TOO_BIG] = -EMSGSIZE,
 		[EVS_DROP_NO_CONSUMER] = -ENOTCONN,
+		[EVS_DROP_NO_MEMORY] = -ENOMEM,
 	};
 	struct evs_shm_prod *prod = s->prod;
 	uint64_t events, total_bytes;

@@ -60,6 +60,7 @@ EVS_API const char *evs_drop_cause_name(int cause)
 	case EVS_DROP_RING_FULL: return "ring_full";
 	case EVS_DROP_TOO_BIG: return "too_big";
 	case EVS_DROP_NO_CONSUMER: return "no_consumer";
+	case EVS_DROP_NO_MEMORY: return "no_memory";
 	}
 	return "unknown";
 }

@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 
 #include "attach.h"
+#include "budget.h"
 #include "drop.h"
 #include "errors.h"
 #include "membarrier.h"
@@ -33,7 +34,7 @@ static void stream_init_shared(struct evs_stream *s, const struct evs_producer *
 }
 
 static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned int core,
-		       bool timestamps)
+		       bool hugetlb, bool timestamps)
 {
 	int err;
 
@@ -41,13 +42,18 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 	s->owner = p;
 	s->conn_fd = -1;
 	s->efd = -1;
-	err = evs_backing_create(&s->backing, &p->cfg, p->name, core);
+	err = evs_backing_create(&s->backing, &p->cfg, hugetlb, p->name, core);
 	if (err)
 		return err;
 	err = evs_map_attach(&s->map, s->backing.ctl_fd, s->backing.data_fd, s->backing.ring_bytes,
 			     s->backing.page_size, true);
 	if (err)
-		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
+		return evs_fail(-err, "mapping the ring of core %u (%llu bytes%s): %s", core,
+				(unsigned long long)s->backing.ring_bytes,
+				hugetlb ? " of huge pages" : "", evs_strerror(err));
+	err = evs_backing_seal(&s->backing);
+	if (err)
+		return evs_fail(-err, "sealing the ring of core %u: %s", core, evs_strerror(err));
 	s->prod = s->map.prod;
 	s->cons = s->map.cons;
 	s->data = s->map.data;
@@ -57,6 +63,12 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 	stream_init_shared(s, p);
 	s->cap = s->backing.ring_bytes;
 	s->max_events = p->cfg.max_events;
+	/* the first chunk now: a shortage that early is an error, not a drop */
+	s->commit_end = s->cap < EVS_COMMIT_CHUNK ? s->cap : EVS_COMMIT_CHUNK;
+	err = evs_backing_commit(&s->backing, s->data, 0, s->commit_end);
+	if (err)
+		return evs_fail(-err, "ring memory for core %u: %s", core, evs_strerror(err));
+	evs_stream_set_limits(s);
 	s->timestamps = timestamps;
 	if (timestamps)
 		evs_clock_init(&s->clock, p->cfg.clock);
@@ -88,6 +100,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 					       const struct evs_producer_opts *opts)
 {
 	struct evs_producer *p = NULL;
+	bool hugetlb, use_membarrier;
 	int err;
 
 	evs_clear_errmsg();
@@ -110,8 +123,14 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 	}
 	p->ncores = ncores;
 	p->pid = getpid();
-	p->membarrier = evs_membarrier_register();
 	err = evs_config_resolve(opts, &p->cfg);
+	if (err)
+		goto err_free;
+	err = evs_env_membarrier(&use_membarrier);
+	if (err)
+		goto err_free;
+	p->membarrier = use_membarrier && evs_membarrier_register();
+	err = evs_budget_check(&p->cfg, ncores, &hugetlb);
 	if (err)
 		goto err_free;
 	if (name && !(p->name = strdup(name))) {
@@ -132,7 +151,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 		p->streams[i].backing.data_ro_fd = -1;
 	}
 	for (unsigned int i = 0; i < ncores; i++) {
-		err = stream_init(&p->streams[i], p, i, !OPTS_GET(opts, no_timestamps, 0));
+		err = stream_init(&p->streams[i], p, i, hugetlb, !OPTS_GET(opts, no_timestamps, 0));
 		if (err)
 			goto err_free;
 	}

@@ -17,11 +17,10 @@
  */
 #include <errno.h>
 #include <linux/membarrier.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "membarrier.h"
 
 static int sys_membarrier(int cmd)
@@ -29,11 +28,13 @@ static int sys_membarrier(int cmd)
 	return (int)syscall(__NR_membarrier, cmd, 0, 0);
 }
 
+/* EVSTREAM_MEMBARRIER=off; producers and consumers refuse a bad value
+ * before they get here (evs_env_membarrier()). */
 static bool disabled(void)
 {
-	const char *s = getenv("EVSTREAM_MEMBARRIER");
+	bool use;
 
-	return s && !strcmp(s, "off");
+	return evs_env_membarrier(&use) == 0 && !use;
 }
 
 bool evs_membarrier_usable(void)

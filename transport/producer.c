@@ -25,6 +25,20 @@ static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int c
 	return &p->streams[core];
 }
 
+/* The bounds stream_has_room() checks, from what the consumer was last
+ * seen to have released and what memory the ring has so far. While the
+ * ring is first filled, positions are offsets (a stream starts at 0) and
+ * the committed part ends the room. */
+void evs_stream_set_limits(struct evs_stream *s)
+{
+	uint64_t end = s->cons_cache + s->cap;
+
+	if (s->commit_end < s->cap && s->commit_end < end)
+		end = s->commit_end;
+	s->room_end = end;
+	s->events_end = s->released_cache + s->max_events;
+}
+
 /* Re-read what the consumer published, clamped to what is possible: a
  * consumer that writes nonsense only makes the producer see a full ring. */
 static __always_inline void stream_refresh_cons(struct evs_stream *s)
@@ -39,12 +53,41 @@ static __always_inline void stream_refresh_cons(struct evs_stream *s)
 		s->cons_cache = c;
 	if (r - s->released_cache <= s->committed - s->released_cache)
 		s->released_cache = r;
+	evs_stream_set_limits(s);
 }
 
+/* Two compares against bounds kept up to date off the fast path; as
+ * differences, so that they hold across the wrap of 64-bit counts:
+ * prod_pos <= room_end and committed <= events_end always. */
 static __always_inline bool stream_has_room(const struct evs_stream *s, uint64_t len)
 {
-	return s->prod_pos + len - s->cons_cache <= s->cap &&
-	       s->committed - s->released_cache < s->max_events;
+	return s->room_end - s->prod_pos >= len && s->committed != s->events_end;
+}
+
+/*
+ * No room by the cached bounds: look at the consumer again and, while the
+ * ring is first filled, commit its memory up to past the record. -1 when
+ * there is room now, else the drop cause.
+ */
+static __attribute__((noinline)) int stream_make_room(struct evs_stream *s, uint64_t len)
+{
+	uint64_t to;
+
+	stream_refresh_cons(s);
+	if (stream_has_room(s, len))
+		return -1;
+	if (s->commit_end == s->cap || s->prod_pos + len - s->cons_cache > s->cap ||
+	    s->committed - s->released_cache >= s->max_events)
+		return EVS_DROP_RING_FULL;
+	/* a chunk past the record, so that the next records find it there */
+	to = (s->prod_pos + len + 2 * EVS_COMMIT_CHUNK - 1) / EVS_COMMIT_CHUNK * EVS_COMMIT_CHUNK;
+	if (to > s->cap)
+		to = s->cap;
+	if (evs_backing_commit(&s->backing, s->data, s->commit_end, to))
+		return EVS_DROP_NO_MEMORY;
+	s->commit_end = to;
+	evs_stream_set_limits(s);
+	return -1;
 }
 
 /* What stream_admit() decided about a new record. */
@@ -103,13 +146,14 @@ static __attribute__((noinline)) void *stream_reserve_drop(struct evs_stream *s,
 	return NULL;
 }
 
-/* No room by the cached consumer position: look again, then decide. */
+/* No room by the cached bounds: look again, then decide. */
 static __attribute__((noinline)) void *stream_reserve_full(struct evs_stream *s, uint32_t type,
 							   uint64_t size)
 {
-	stream_refresh_cons(s);
-	if (!stream_has_room(s, evs_record_len(size)))
-		return stream_reserve_drop(s, size, EVS_DROP_RING_FULL);
+	int cause = stream_make_room(s, evs_record_len(size));
+
+	if (cause >= 0)
+		return stream_reserve_drop(s, size, cause);
 	if (s->burst_events)
 		return stream_open_after_drops(s, type, size);
 	return stream_open(s, type, size);
@@ -192,9 +236,13 @@ static __always_inline void stream_publish(struct evs_stream *s)
 		stream_wake_slow(s);
 }
 
-/* publish() and free: deferred records take one clock read between them. */
+/* publish() and free: deferred records take one clock read between them.
+ * Nothing new to show: no store, and no wake of a consumer that sleeps. */
 void evs_stream_publish(struct evs_stream *s)
 {
+	/* relaxed: our own store, read back */
+	if (READ_ONCE(&s->prod->prod_pos) == s->prod_pos)
+		return;
 	if (s->unstamped)
 		stream_stamp_deferred(s, evs_clock_now(&s->clock));
 	stream_publish(s);
@@ -304,13 +352,14 @@ static __attribute__((noinline)) int stream_write(struct evs_stream *s, uint32_t
 	return 0;
 }
 
-/* No room by the cached consumer position: look again, then decide. */
+/* No room by the cached bounds: look again, then decide. */
 static __attribute__((noinline)) int stream_emit_full(struct evs_stream *s, uint32_t type,
 						      const void *data, size_t size)
 {
-	stream_refresh_cons(s);
-	if (!stream_has_room(s, evs_record_len(size)))
-		return evs_stream_drop(s, size, EVS_DROP_RING_FULL);
+	int cause = stream_make_room(s, evs_record_len(size));
+
+	if (cause >= 0)
+		return evs_stream_drop(s, size, cause);
 	return stream_write(s, type, data, size);
 }
 

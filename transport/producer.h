@@ -30,6 +30,8 @@ struct evs_stream {
 	/* Hot fields, touched by the producer thread only. */
 	uint64_t prod_pos;        /* private copy of prod->prod_pos */
 	uint64_t prod_off;        /* prod_pos % cap */
+	uint64_t room_end;        /* records may end up to here (position) */
+	uint64_t events_end;      /* committed may grow up to here */
 	uint64_t cons_cache;      /* last clamped cons_pos read from the consumer */
 	uint64_t released_cache;  /* last clamped released count */
 	uint64_t committed;
@@ -47,6 +49,7 @@ struct evs_stream {
 	 * the timestamp their publication gives them (producer.c). */
 	uint64_t unstamped;
 	struct evs_clock clock;   /* the timestamps' (clock.h) */
+	uint64_t commit_end;      /* ring bytes with memory committed, from 0 */
 	int efd;
 	/* 1: full fence after publishing; 0: the consumer uses membarrier().
 	 * Set by whoever attaches a consumer, before active. */
@@ -92,5 +95,7 @@ struct evs_producer {
 
 /* Make every committed record of the stream visible (and wake if armed). */
 void evs_stream_publish(struct evs_stream *s);
+/* Recompute the fast path's bounds (room_end, events_end). */
+void evs_stream_set_limits(struct evs_stream *s);
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +23,7 @@
 #include "errors.h"
 #include "handshake.h"
 #include "producer.h"
+#include "rundir.h"
 #include "server.h"
 
 #define HANDSHAKE_TIMEOUT_MS 1000
@@ -34,42 +36,140 @@ struct evs_server {
 	uid_t uid;
 	bool allow_group;
 	gid_t gid;
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct evs_rundir dir;
+	int lock_fd;              /* <name>.lock, flock()ed: the name is ours */
+	bool bound;               /* sock_dev/sock_ino name the socket file we made */
+	dev_t sock_dev;
+	ino_t sock_ino;
+	char sock_file[EVS_RUNFILE_MAX];
+	char lock_file[EVS_RUNFILE_MAX];
 };
 
-static int make_runtime_dir(const char *dir, bool group, gid_t gid)
+static bool same_file(const struct stat *a, const struct stat *b)
 {
-	struct stat st;
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
 
-	if (mkdir(dir, group ? 0750 : 0700) < 0 && errno != EEXIST)
-		return evs_fail(errno, "cannot create runtime directory '%s': %s", dir, strerror(errno));
-	if (stat(dir, &st) < 0)
-		return evs_fail(errno, "runtime directory '%s': %s", dir, strerror(errno));
-	/* someone else's directory could hold a socket in our name */
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0002))
-		return evs_fail(EPERM, "runtime directory '%s' must be a directory owned by uid %u "
-				"and not writable by others", dir, (unsigned)geteuid());
-	if (group && chown(dir, (uid_t)-1, gid) == 0)
-		chmod(dir, 0750);
+/* The pid a running producer wrote into its lock file, or 0. For the
+ * message only: the lock, not this number, decides. */
+static int lock_holder(int fd)
+{
+	char buf[16];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return atoi(buf);
+}
+
+static void note_pid(int fd)
+{
+	char pid[16];
+	int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) < 0)
+		return; /* the pid is only for other producers' messages */
+}
+
+/*
+ * One name, one producer: <name>.lock, held with flock() for the
+ * producer's lifetime (the kernel lets go of it when the process dies).
+ * A producer that exits removes the file while it still holds it; one that
+ * opened the file just before may then lock a file no longer in the
+ * directory, so the path must still name the file locked, or we start
+ * again with the new one.
+ */
+static int claim_name(struct evs_server *srv, const char *name)
+{
+	struct stat fst, pst;
+	int fd, holder, err;
+
+	for (int tries = 0; tries < 100; tries++) {
+		fd = openat(srv->dir.fd, srv->lock_file, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC, 0600);
+		if (fd < 0)
+			return evs_fail(errno, "lock file %s/%s: %s", srv->dir.path, srv->lock_file,
+					strerror(errno));
+		if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode)) {
+			err = evs_fail(EPERM, "lock file %s/%s is not a regular file", srv->dir.path,
+				       srv->lock_file);
+			goto err_close;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (errno != EWOULDBLOCK) {
+				err = evs_fail(errno, "lock file %s/%s: %s", srv->dir.path,
+					       srv->lock_file, strerror(errno));
+				goto err_close;
+			}
+			holder = lock_holder(fd);
+			if (holder > 0)
+				err = evs_fail(EADDRINUSE, "a producer named '%s' is already running "
+					       "(pid %d holds %s/%s)", name, holder, srv->dir.path,
+					       srv->lock_file);
+			else
+				err = evs_fail(EADDRINUSE, "a producer named '%s' is already running "
+					       "(it holds %s/%s)", name, srv->dir.path, srv->lock_file);
+			goto err_close;
+		}
+		if (fstatat(srv->dir.fd, srv->lock_file, &pst, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    same_file(&fst, &pst)) {
+			note_pid(fd);
+			srv->lock_fd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	return evs_fail(EAGAIN, "lock file %s/%s was replaced 100 times while being locked",
+			srv->dir.path, srv->lock_file);
+
+err_close:
+	close(fd);
+	return err;
+}
+
+/* Holding the name: a socket file already there was left by a producer
+ * that died, unless something answers on it (a producer of an evstream
+ * that took no lock). Never waits: a full listen queue is an answer. */
+static int remove_stale_socket(struct evs_server *srv, const char *name)
+{
+	struct sockaddr_un sa;
+	int fd, err;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	evs_rundir_sockaddr(&srv->dir, srv->sock_file, &sa);
+	err = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
+	close(fd);
+	if (err == ENOENT)
+		return 0;
+	if (err == 0 || err == EAGAIN)
+		return evs_fail(EADDRINUSE, "a producer named '%s' is already running: something "
+				"listens on %s/%s without holding %s", name, srv->dir.path,
+				srv->sock_file, srv->lock_file);
+	unlinkat(srv->dir.fd, srv->sock_file, 0);
 	return 0;
 }
 
-/* A socket file left by a producer that died: remove it if nobody answers. */
-static int claim_socket_path(const char *path)
+/* Gives up the name: the socket file only if it is still the one we bound
+ * (a file someone else put there is theirs), then the lock file, removed
+ * while held (see claim_name()). */
+static void release_name(struct evs_server *srv)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, alive;
+	struct stat st, lst;
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	close(fd);
-	if (alive)
-		return -EADDRINUSE;
-	unlink(path);
-	return 0;
+	if (srv->bound && fstatat(srv->dir.fd, srv->sock_file, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_dev == srv->sock_dev && st.st_ino == srv->sock_ino)
+		unlinkat(srv->dir.fd, srv->sock_file, 0);
+	if (srv->lock_fd >= 0) {
+		if (fstat(srv->lock_fd, &lst) == 0 &&
+		    fstatat(srv->dir.fd, srv->lock_file, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    same_file(&st, &lst))
+			unlinkat(srv->dir.fd, srv->lock_file, 0);
+		close(srv->lock_fd);
+	}
+	evs_rundir_close(&srv->dir);
 }
 
 static int send_welcome(int fd, const struct evs_welcome *w, const int *fds, int nfds)
@@ -89,7 +189,8 @@ static int send_welcome(int fd, const struct evs_welcome *w, const int *fds, int
 		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
 		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 	}
-	if (sendmsg(fd, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(*w))
+	/* never waits: a client that does not read cannot hold the server */
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(*w))
 		return -errno ? -errno : -EIO;
 	return 0;
 }
@@ -221,10 +322,25 @@ out:
 	return NULL;
 }
 
+/* Bound, but not yet listening: give it its mode and group, and note
+ * which file it is. */
+static int setup_socket_file(struct evs_server *srv)
+{
+	struct stat st;
+
+	if (fchmodat(srv->dir.fd, srv->sock_file, srv->allow_group ? 0660 : 0600, 0) < 0 ||
+	    (srv->allow_group &&
+	     fchownat(srv->dir.fd, srv->sock_file, (uid_t)-1, srv->gid, AT_SYMLINK_NOFOLLOW) < 0) ||
+	    fstatat(srv->dir.fd, srv->sock_file, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	srv->sock_dev = st.st_dev;
+	srv->sock_ino = st.st_ino;
+	return 0;
+}
+
 int evs_server_start(struct evs_producer *p, const struct evs_producer_opts *opts)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(sa.sun_path)];
+	struct sockaddr_un sa;
 	struct evs_server *srv;
 	int err;
 
@@ -232,57 +348,58 @@ int evs_server_start(struct evs_producer *p, const struct evs_producer_opts *opt
 	if (!srv)
 		return -ENOMEM;
 	srv->p = p;
-	srv->lfd = srv->stop_efd = -1;
+	srv->lfd = srv->stop_efd = srv->lock_fd = -1;
+	srv->dir.fd = -1;
 	srv->uid = geteuid();
 	srv->allow_group = OPTS_GET(opts, allow_group, 0);
 	srv->gid = OPTS_GET(opts, allow_gid, 0);
+	evs_runfile(srv->sock_file, p->name, ".sock");
+	evs_runfile(srv->lock_file, p->name, ".lock");
 
-	err = evs_runtime_dir(OPTS_GET(opts, runtime_dir, NULL), dir, sizeof(dir));
+	err = evs_rundir_make(&srv->dir, OPTS_GET(opts, runtime_dir, NULL), srv->allow_group,
+			      srv->gid);
 	if (err)
 		goto err_free;
-	err = make_runtime_dir(dir, srv->allow_group, srv->gid);
+	err = claim_name(srv, p->name);
 	if (err)
 		goto err_free;
-	err = evs_socket_path(dir, p->name, srv->path, sizeof(srv->path));
+	err = remove_stale_socket(srv, p->name);
 	if (err)
 		goto err_free;
-	if (claim_socket_path(srv->path)) {
-		err = evs_fail(EADDRINUSE, "a producer named '%s' is already running (socket %s)",
-			       p->name, srv->path);
-		goto err_free;
-	}
 	srv->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (srv->lfd < 0) {
 		err = -errno;
 		goto err_free;
 	}
-	memcpy(sa.sun_path, srv->path, sizeof(sa.sun_path));
-	if (bind(srv->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(srv->path, srv->allow_group ? 0660 : 0600) < 0 ||
-	    (srv->allow_group && chown(srv->path, (uid_t)-1, srv->gid) < 0) ||
-	    listen(srv->lfd, 16) < 0) {
-		err = evs_fail(errno, "socket %s: %s", srv->path, strerror(errno));
-		goto err_unlink;
+	evs_rundir_sockaddr(&srv->dir, srv->sock_file, &sa);
+	if (bind(srv->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = evs_fail(errno, "socket %s/%s: %s", srv->dir.path, srv->sock_file, strerror(errno));
+		goto err_free;
+	}
+	srv->bound = true;
+	if ((err = setup_socket_file(srv)) || listen(srv->lfd, 16) < 0) {
+		err = err ? err : -errno;
+		evs_fail(-err, "socket %s/%s: %s", srv->dir.path, srv->sock_file, strerror(-err));
+		goto err_free;
 	}
 	srv->stop_efd = eventfd(0, EFD_CLOEXEC);
 	if (srv->stop_efd < 0) {
 		err = -errno;
-		goto err_unlink;
+		goto err_free;
 	}
 	p->server = srv;
 	err = pthread_create(&srv->thread, NULL, server_main, srv);
 	if (err) {
 		p->server = NULL;
 		err = -err;
-		goto err_unlink;
+		goto err_free;
 	}
 	return 0;
 
-err_unlink:
-	unlink(srv->path);
 err_free:
 	if (srv->lfd >= 0)
 		close(srv->lfd);
+	release_name(srv);
 	if (srv->stop_efd >= 0)
 		close(srv->stop_efd);
 	free(srv);
@@ -295,7 +412,7 @@ void evs_server_stop(struct evs_producer *p)
 
 	eventfd_write(srv->stop_efd, 1);
 	pthread_join(srv->thread, NULL);
-	unlink(srv->path);
+	release_name(srv);
 	close(srv->lfd);
 	close(srv->stop_efd);
 	free(srv);

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Backing memory of a stream: a control memfd and a data memfd (huge pages
- * when asked or free), allocated up front so that a shortage is an error
- * here and never a SIGBUS on first touch; and the double mapping of the
- * data area that keeps every record contiguous.
+ * when budget.c chose them), and the double mapping of the data area that
+ * keeps every record contiguous. The ring's pages are committed as the
+ * producer first reaches them (evs_backing_commit(), from producer.c), so
+ * a run that emits little takes little memory; budget.c checked that the
+ * whole fits, and a commit that still fails is a counted drop, never a
+ * SIGBUS.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,30 +29,21 @@ static uint64_t round_up(uint64_t v, uint64_t to)
 	return (v + to - 1) / to * to;
 }
 
-static int seal_size(int fd)
-{
-	/* a consumer must not be able to shrink the file under the producer */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		return -errno;
-	return 0;
-}
-
-/* Allocate every page now: fallocate fails with ENOSPC/ENOMEM instead of a
- * later SIGBUS when the pool (huge pages, tmpfs) runs short. */
-static int make_memfd(const char *label, unsigned int flags, uint64_t size, int *out)
+/* Make a memfd of size bytes, sealed against shrinking and growing (a
+ * consumer must not be able to turn the producer's stores into SIGBUS).
+ * prealloc: allocate every page now (the small control file). */
+static int make_memfd(const char *label, unsigned int flags, uint64_t size, bool prealloc,
+		      unsigned int seals, int *out)
 {
 	int fd = memfd_create(label, MFD_CLOEXEC | MFD_ALLOW_SEALING | flags);
 	int err;
 
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)size) < 0 || fallocate(fd, 0, 0, (off_t)size) < 0) {
+	if (ftruncate(fd, (off_t)size) < 0 ||
+	    (prealloc && fallocate(fd, 0, 0, (off_t)size) < 0) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | seals) < 0) {
 		err = -errno;
-		close(fd);
-		return err;
-	}
-	err = seal_size(fd);
-	if (err) {
 		close(fd);
 		return err;
 	}
@@ -66,44 +61,31 @@ static int reopen_ro(int fd)
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
-int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, const char *label,
-		       unsigned int core)
+int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool hugetlb,
+		       const char *label, unsigned int core)
 {
 	char name[96];
-	int err = -ENOMEM;
+	int err;
 
 	memset(b, 0, sizeof(*b));
 	b->ctl_fd = b->data_fd = b->data_ro_fd = -1;
 	snprintf(name, sizeof(name), "evstream:%s:%u", label ? label : "-", core);
 
-	err = make_memfd(name, 0, EVS_CTL_BYTES, &b->ctl_fd);
+	/* the consumer maps the control file writable (its page 1): no
+	 * write seal there, and nothing to punch: it is allocated now */
+	err = make_memfd(name, 0, EVS_CTL_BYTES, true, F_SEAL_SEAL, &b->ctl_fd);
 	if (err)
 		return evs_fail(-err, "control memory for core %u: %s", core, strerror(-err));
-
-	if (cfg->hugepages != EVS_HUGEPAGES_OFF) {
-		b->page_size = EVS_HUGE_PAGE;
-		b->ring_bytes = round_up(cfg->ring_bytes, b->page_size);
-		err = make_memfd(name, MFD_HUGETLB | MFD_HUGE_2MB, b->ring_bytes, &b->data_fd);
-		if (!err)
-			b->hugetlb = true;
-		else if (cfg->hugepages == EVS_HUGEPAGES_ON) {
-			evs_backing_destroy(b);
-			return evs_fail(-err, "EVSTREAM_HUGEPAGES=on but %llu bytes of 2 MiB huge pages "
-					"for core %u could not be had (%s): reserve more in "
-					"/proc/sys/vm/nr_hugepages or use auto/off",
-					(unsigned long long)round_up(cfg->ring_bytes, EVS_HUGE_PAGE), core,
-					strerror(-err));
-		}
-	}
-	if (!b->hugetlb) {
-		b->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
-		b->ring_bytes = round_up(cfg->ring_bytes, b->page_size);
-		err = make_memfd(name, 0, b->ring_bytes, &b->data_fd);
-		if (err) {
-			evs_backing_destroy(b);
-			return evs_fail(-err, "ring memory (%llu bytes) for core %u: %s",
-					(unsigned long long)b->ring_bytes, core, strerror(-err));
-		}
+	b->hugetlb = hugetlb;
+	b->page_size = hugetlb ? EVS_HUGE_PAGE : (uint64_t)sysconf(_SC_PAGESIZE);
+	b->ring_bytes = round_up(cfg->ring_bytes, b->page_size);
+	err = make_memfd(name, hugetlb ? MFD_HUGETLB | MFD_HUGE_2MB : 0, b->ring_bytes, false, 0,
+			 &b->data_fd);
+	if (err) {
+		evs_backing_destroy(b);
+		return evs_fail(-err, "ring memory (%llu bytes%s) for core %u: %s",
+				(unsigned long long)b->ring_bytes, hugetlb ? ", huge pages" : "",
+				core, strerror(-err));
 	}
 	b->data_ro_fd = reopen_ro(b->data_fd);
 	if (b->data_ro_fd < 0) {
@@ -111,6 +93,34 @@ int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, cons
 		evs_backing_destroy(b);
 		return evs_fail(-err, "read-only view of the ring for core %u: %s", core, strerror(-err));
 	}
+	return 0;
+}
+
+/*
+ * After the producer mapped the ring writable: no new writable mapping,
+ * write() or hole punching by anyone from now on. A consumer checks this
+ * seal: nobody, the producer included, can free pages under its reads (a
+ * hole in a hugetlb file would refault from an empty pool as SIGBUS).
+ */
+int evs_backing_seal(struct evs_backing *b)
+{
+	if (fcntl(b->data_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Give the ring's bytes [from, to) their pages: allocated in the file
+ * (an error here, not a SIGBUS later, when memory or the huge-page pool
+ * is short) and mapped in the producer's view at data, so that its stores
+ * take no page faults.
+ */
+int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint64_t to)
+{
+	if (fallocate(b->data_fd, 0, (off_t)from, (off_t)(to - from)) < 0)
+		return -errno;
+	/* MADV_POPULATE_WRITE: Linux 5.14; before it, the first store faults */
+	madvise(data + from, to - from, MADV_POPULATE_WRITE);
 	return 0;
 }
 
@@ -134,14 +144,15 @@ static int map_twice(struct evs_map *m, int fd, uint64_t ring_bytes, uint64_t pa
 {
 	size_t res_len = 2 * ring_bytes + page_size;
 	uint8_t *res, *base;
-	int populate = (prot & PROT_WRITE) ? MAP_POPULATE : 0;
 
 	res = mmap(NULL, res_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (res == MAP_FAILED)
 		return -errno;
 	base = (uint8_t *)(((uintptr_t)res + page_size - 1) & ~(uintptr_t)(page_size - 1));
-	if (mmap(base, ring_bytes, prot, MAP_SHARED | MAP_FIXED | populate, fd, 0) == MAP_FAILED ||
-	    mmap(base + ring_bytes, ring_bytes, prot, MAP_SHARED | MAP_FIXED | populate, fd, 0) == MAP_FAILED) {
+	/* pages come when committed (evs_backing_commit()); a hugetlb mapping
+	 * reserves them from the pool here, so a short pool fails now */
+	if (mmap(base, ring_bytes, prot, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
+	    mmap(base + ring_bytes, ring_bytes, prot, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
 		int err = -errno;
 
 		munmap(res, res_len);

@@ -33,9 +33,16 @@ struct evs_backing {
 	bool hugetlb;
 };
 
-int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, const char *label,
-		       unsigned int core);
+/* The files of one stream; hugetlb: from the huge-page pool (budget.c). */
+int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool hugetlb,
+		       const char *label, unsigned int core);
 void evs_backing_destroy(struct evs_backing *b);
+/* Once the producer has mapped the ring: nobody writes it another way. */
+int evs_backing_seal(struct evs_backing *b);
+/* Pages for the ring's bytes [from, to), also in the producer's view. */
+int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint64_t to);
+/* The producer commits the ring this much at a time as it first fills. */
+#define EVS_COMMIT_CHUNK (2ULL * 1024 * 1024)
 /* Map a stream; writable = producer view (data read-write, page 0 read-write). */
 int evs_map_attach(struct evs_map *m, int ctl_fd, int data_fd, uint64_t ring_bytes,
 		   uint64_t page_size, bool writable);

@@ -5,6 +5,8 @@
 #include "atomics.h"
 #include "stats.h"
 
+_Static_assert(EVS_DROP_CAUSE_COUNT <= 4, "the shared page counts four causes");
+
 bool evs_stats_size_ok(const struct evs_stream_stats *st)
 {
 	return st && st->sz >= offsetof(struct evs_stream_stats, core) + sizeof(st->core);

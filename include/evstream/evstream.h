@@ -32,10 +32,6 @@ extern "C" {
 #define EVSTREAM_VERSION_MINOR 0
 #define EVSTREAM_VERSION_PATCH 0
 
-/* Defaults; the environment and the option structs override them. */
-#define EVS_DEFAULT_MAX_EVENTS 65536ULL             /* NEURON_RT_DEBUG_STREAM_BUFFER_SIZE */
-#define EVS_DEFAULT_RING_BYTES (8ULL * 1024 * 1024) /* EVSTREAM_RING_BYTES */
-
 /* Every record starts with this 64-byte header; it is byte-for-byte the
  * reference API's ndebug_stream_event_header_t, with its reserved bytes used
  * as documented in docs/architecture.md. */
@@ -53,6 +49,7 @@ enum evs_drop_cause {
 	EVS_DROP_RING_FULL = 0,   /* byte capacity or event limit reached */
 	EVS_DROP_TOO_BIG = 1,     /* record larger than the whole ring */
 	EVS_DROP_NO_CONSUMER = 2, /* nobody connected to the stream */
+	EVS_DROP_NO_MEMORY = 3,   /* the ring's memory could not be committed */
 	EVS_DROP_CAUSE_COUNT
 };
 
@@ -76,7 +73,8 @@ enum evs_hugepages {
 
 struct evs_producer_opts {
 	size_t sz;
-	uint64_t ring_bytes;  /* 0: EVSTREAM_RING_BYTES, else the default */
+	uint64_t ring_bytes;  /* 0: EVSTREAM_RING_BYTES, else max_events tensor-read
+	                       * events of 1088 bytes (docs/api.md) */
 	uint64_t max_events;  /* 0: NEURON_RT_DEBUG_STREAM_BUFFER_SIZE, else 65536 */
 	int hugepages;        /* enum evs_hugepages */
 	int allow_group;      /* 1: members of allow_gid may connect too (socket 0660) */
@@ -88,7 +86,7 @@ struct evs_producer_opts {
 struct evs_consumer_opts {
 	size_t sz;
 	const char *runtime_dir;   /* NULL: as for the producer */
-	int timeout_ms;            /* handshake timeout; 0: 2000 ms */
+	int timeout_ms;            /* the whole connect, to the welcome; 0: 2000 ms */
 };
 
 struct evs_producer;
@@ -112,7 +110,8 @@ EVS_API unsigned int evs_producer__ncores(const struct evs_producer *p);
 /*
  * Copy one event into core's ring. 0 when committed; when dropped (and
  * counted): -ENOBUFS ring full, -EMSGSIZE larger than the ring, -ENOTCONN no
- * consumer. Bad arguments: -EINVAL / -ERANGE (not counted as events).
+ * consumer, -ENOMEM the ring's memory could not be committed. Bad
+ * arguments: -EINVAL / -ERANGE (not counted as events).
  */
 EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32_t type,
 			       const void *data, size_t size);
@@ -120,8 +119,8 @@ EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32
 /*
  * Zero-copy: reserve size payload bytes in core's ring, fill them, then
  * commit (publish) or discard (forget) them. One reservation per stream at a
- * time. NULL + errno on drop (ENOBUFS, EMSGSIZE, ENOTCONN: counted as for
- * emit) or misuse (EINVAL, EBUSY).
+ * time. NULL + errno on drop (ENOBUFS, EMSGSIZE, ENOTCONN, ENOMEM: counted as
+ * for emit) or misuse (EINVAL, EBUSY).
  */
 EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, uint32_t type,
 				    size_t size);

@@ -127,26 +127,56 @@ static inline uint64_t cli_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* How long one connect may wait for a producer that does not answer when
+ * something may ask to stop: the longest a signal waits to be seen. */
+#define CLI_CONNECT_SLICE_MS 200
+/* How long a producer that does not answer is tried at least (the
+ * library's own default deadline). */
+#define CLI_CONNECT_ANSWER_S 2.0
+
 /*
  * Connect to stream core of producer name, trying again for up to wait_s
  * seconds while there is no such producer (ENOENT) and, with retry_busy,
- * while another consumer still holds the stream (EBUSY). Between tries it
- * polls stop_fd (e.g. a signalfd; -1 for none): readable, it gives up with
- * EINTR. NULL and errno as evs_consumer__connect() when it gives up.
+ * while another consumer still holds the stream (EBUSY). A producer that
+ * does not answer (ETIMEDOUT: stopped, or its queue full) is tried for
+ * wait_s too, and at least CLI_CONNECT_ANSWER_S. With a stop_fd (e.g. a
+ * signalfd; -1 for none), each try waits at most CLI_CONNECT_SLICE_MS and
+ * stop_fd is polled between tries: readable, it gives up with EINTR. NULL
+ * and errno as evs_consumer__connect() when it gives up.
  */
 static inline struct evs_consumer *cli_connect_or_stop(const char *name, unsigned int core,
 						       double wait_s, bool retry_busy, int stop_fd)
 {
-	uint64_t deadline = cli_now_ns() + (uint64_t)(wait_s * 1e9);
+	EVS_OPTS(evs_consumer_opts, opts, .timeout_ms = stop_fd >= 0 ? CLI_CONNECT_SLICE_MS : 0);
+	uint64_t start = cli_now_ns();
+	uint64_t deadline = start + (uint64_t)(wait_s * 1e9);
+	uint64_t answer_deadline = start + (uint64_t)(fmax(wait_s, CLI_CONNECT_ANSWER_S) * 1e9);
+	bool timed_out = false;
 	int pause_ms = 1;
 
 	for (;;) {
-		struct evs_consumer *c = evs_consumer__connect(name, core, NULL);
+		struct evs_consumer *c = evs_consumer__connect(name, core, &opts);
 		struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
+		uint64_t now = cli_now_ns();
+		bool again;
 
-		if (c || (errno != ENOENT && !(retry_busy && errno == EBUSY)) ||
-		    cli_now_ns() >= deadline)
+		if (c)
 			return c;
+		/* after a try that gave up waiting, the stream may still be
+		 * claimed by it until the producer sees it gone */
+		again = errno == ENOENT || ((retry_busy || timed_out) && errno == EBUSY);
+		if (errno == ETIMEDOUT) {
+			timed_out = true;
+			if (now < answer_deadline) {
+				if (poll(&pfd, 1, 0) > 0) {
+					errno = EINTR;
+					return NULL;
+				}
+				continue;
+			}
+		}
+		if (!again || now >= deadline)
+			return NULL;
 		/* a negative fd is ignored: a plain sleep */
 		if (poll(&pfd, 1, pause_ms) > 0) {
 			errno = EINTR;

@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How much a stream holds and what it costs: the reference default of 64K
+ * tensor-read events is real, a ring sized smaller in bytes says so once,
+ * memory is taken as the ring first fills, the whole producer is checked
+ * against what the process may use before anything is taken, and a ring
+ * whose memory cannot be had drops and counts.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "helpers.h"
+
+/* The runtime's smallest tensor-read record: header and fixed payload. */
+#define TENSOR_RECORD (64u + EVS_TENSOR_FIXED_BYTES)
+
+static void clear_env(void)
+{
+	unsetenv("EVSTREAM_RING_BYTES");
+	unsetenv("NEURON_RT_DEBUG_STREAM_BUFFER_SIZE");
+	unsetenv("EVSTREAM_HUGEPAGES");
+}
+
+/* A print is a tensor-read event with the fixed payload alone. */
+static int emit_print(struct evs_producer *p)
+{
+	struct evs_tensor t = { .prefix = "x", .pipe = 1 };
+
+	return evs_producer__emit_tensor(p, 0, &t);
+}
+
+/* Fill core 0 with prints until one is dropped; how many were taken. */
+static uint64_t fill_with_prints(struct evs_producer *p, int *last)
+{
+	uint64_t n = 0;
+
+	while ((*last = emit_print(p)) == 0)
+		n++;
+	return n;
+}
+
+/* KiB of shared memory this process has touched (RssShmem). */
+static long rss_shmem_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssShmem: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* With nothing set, a stream keeps the reference's 64K events of the
+ * smallest tensor-read kind, and the 65537th is dropped by the event
+ * limit, not by bytes. */
+START_TEST(test_memory_default_holds_64k_tensor_reads)
+{
+	EVS_OPTS(evs_producer_opts, o, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	int last;
+
+	clear_env();
+	p = evs_producer__new(NULL, 1, &o);
+	ck_assert_msg(p, "%s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.max_events, 65536);
+	ck_assert_uint_ge(st.ring_bytes, 65536ull * TENSOR_RECORD);
+	ck_assert_uint_eq(fill_with_prints(p, &last), 65536);
+	ck_assert_int_eq(last, -ENOBUFS);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* NEURON_RT_DEBUG_STREAM_BUFFER_SIZE=100000 is what a stream keeps. */
+START_TEST(test_memory_buffer_size_from_the_environment_is_real)
+{
+	EVS_OPTS(evs_producer_opts, o, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	int last;
+
+	clear_env();
+	setenv("NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", "100000", 1);
+	p = evs_producer__new(NULL, 1, &o);
+	clear_env();
+	ck_assert_msg(p, "%s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.max_events, 100000);
+	ck_assert_uint_eq(fill_with_prints(p, &last), 100000);
+	ck_assert_int_eq(last, -ENOBUFS);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* Run fn in a child with its stderr in a pipe; returns what it wrote. */
+static void stderr_of(void (*fn)(void), char *out, size_t len)
+{
+	int fds[2], status;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		fn();
+		_exit(0);
+	}
+	close(fds[1]);
+	while (got < (ssize_t)len - 1 && (n = read(fds[0], out + got, len - 1 - got)) > 0)
+		got += n;
+	out[got] = '\0';
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status %d", status);
+}
+
+static void two_small_producers(void)
+{
+	EVS_OPTS(evs_producer_opts, o, .hugepages = EVS_HUGEPAGES_OFF);
+
+	setenv("EVSTREAM_RING_BYTES", "8M", 1);
+	for (int i = 0; i < 2; i++) {
+		struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+		struct evs_stream_stats st = { .sz = sizeof(st) };
+
+		if (!p || evs_producer__stats(p, 0, &st) || st.ring_bytes != 8u << 20 ||
+		    st.max_events != 65536)
+			_exit(3);
+		evs_producer__free(p);
+	}
+}
+
+/* EVSTREAM_RING_BYTES below what the event limit needs: said once per
+ * process, naming both variables; the ring keeps its byte size. */
+START_TEST(test_memory_smaller_ring_bytes_are_said_once)
+{
+	char err[2048];
+	const char *first, *again;
+
+	clear_env();
+	stderr_of(two_small_producers, err, sizeof(err));
+	first = strstr(err, "EVSTREAM_RING_BYTES=8M");
+	ck_assert_msg(first, "no note on stderr: '%s'", err);
+	ck_assert_msg(strstr(err, "NEURON_RT_DEBUG_STREAM_BUFFER_SIZE"), "'%s'", err);
+	ck_assert_msg(strstr(err, "7710 tensor-read events"), "'%s'", err);
+	again = strstr(first + 1, "EVSTREAM_RING_BYTES=8M");
+	ck_assert_msg(!again, "said twice: '%s'", err);
+}
+END_TEST
+
+/* Memory is taken as the ring first fills: eight default streams (68 MiB
+ * each) cost a chunk each until written, and a full ring all of it. */
+START_TEST(test_memory_small_run_does_not_pay_for_the_worst_case)
+{
+	EVS_OPTS(evs_producer_opts, o, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	long before, made, filled;
+	int last;
+
+	clear_env();
+	before = rss_shmem_kb();
+	p = evs_producer__new(NULL, 8, &o);
+	ck_assert_msg(p, "%s", evs_errmsg());
+	made = rss_shmem_kb();
+	printf("RssShmem: %ld KiB before, %ld KiB with 8 default streams\n", before, made);
+	ck_assert_int_le(made - before, 8 * 2048 + 8 * 16 + 1024);
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_ptr_nonnull(c);
+	fill_with_prints(p, &last);
+	filled = rss_shmem_kb();
+	printf("RssShmem: %ld KiB once core 0 is full\n", filled);
+	ck_assert_int_ge(filled - made, 65536L * TENSOR_RECORD / 1024 - 2048);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* RLIMIT_AS too small for the rings (each is mapped twice): an error with
+ * a sentence, before anything is mapped. */
+static int fork_and_wait(void (*fn)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		fn();
+		fflush(stdout);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+static void small_address_space(void)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 64 << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	struct rlimit rl;
+	long vm_kb = -1;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+	struct evs_producer *p;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %ld", &vm_kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (vm_kb <= 0)
+		_exit(2);
+	/* room for the process and 200 MiB more: one 64 MiB ring (128 MiB
+	 * mapped) fits, four do not */
+	rl.rlim_cur = rl.rlim_max = (rlim_t)vm_kb * 1024 + (200u << 20);
+	if (setrlimit(RLIMIT_AS, &rl))
+		_exit(3);
+	p = evs_producer__new(NULL, 4, &o);
+	if (p || errno != ENOMEM || !strstr(evs_errmsg(), "RLIMIT_AS") ||
+	    !strstr(evs_errmsg(), "4 rings")) {
+		printf("child: producer %p, errno %d: %s\n", (void *)p, errno, evs_errmsg());
+		_exit(4);
+	}
+	printf("refused: %s\n", evs_errmsg());
+	p = evs_producer__new(NULL, 1, &o);
+	if (!p)
+		_exit(5);
+	evs_producer__free(p);
+}
+
+/* RLIMIT_AS too small for the rings (each is mapped twice): an error with
+ * a sentence, before anything is mapped. */
+START_TEST(test_memory_rlimit_as_is_checked_as_a_whole)
+{
+	int status;
+
+	clear_env();
+	status = fork_and_wait(small_address_space);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+END_TEST
+
+/* A memory cgroup of this test: cgroup v1 (memory controller) or v2,
+ * under the one this process is in. Its directory, or NULL. */
+static const char *make_memory_cgroup(char *dir, size_t len, uint64_t limit)
+{
+	const char *roots[][2] = {
+		{ "/sys/fs/cgroup/memory", "memory.limit_in_bytes" },
+		{ "/sys/fs/cgroup", "memory.max" },
+	};
+	char path[512], v[32];
+
+	for (size_t i = 0; i < 2; i++) {
+		int fd;
+
+		snprintf(dir, len, "%s/evs-test-%d", roots[i][0], (int)getpid());
+		if (mkdir(dir, 0755) < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, roots[i][1]);
+		fd = open(path, O_WRONLY);
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)limit);
+		if (fd >= 0 && write(fd, v, strlen(v)) == (ssize_t)strlen(v)) {
+			close(fd);
+			return dir;
+		}
+		if (fd >= 0)
+			close(fd);
+		rmdir(dir);
+	}
+	return NULL;
+}
+
+static void join_cgroup(const char *dir)
+{
+	char path[512], pid[32];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	fd = open(path, O_WRONLY);
+	if (fd < 0 || write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid))
+		_exit(4);
+	close(fd);
+}
+
+/* In a 256 MiB memory cgroup, 8 rings of 64 MiB: ENOMEM and a sentence
+ * naming the cgroup, not an OOM kill when the rings fill. */
+START_TEST(test_memory_cgroup_limit_is_checked_as_a_whole)
+{
+	char dir[256];
+	int status;
+	pid_t pid;
+
+	clear_env();
+	if (geteuid() != 0)
+		EVS_SKIP("needs root to make a memory cgroup");
+	if (!make_memory_cgroup(dir, sizeof(dir), 256u << 20))
+		EVS_SKIP("no memory cgroup can be made here (v1 memory controller or v2 memory.max)");
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		EVS_OPTS(evs_producer_opts, o, .ring_bytes = 64 << 20,
+			 .hugepages = EVS_HUGEPAGES_OFF);
+		struct evs_producer *p;
+
+		join_cgroup(dir);
+		p = evs_producer__new(NULL, 8, &o);
+		if (p || errno != ENOMEM || !strstr(evs_errmsg(), "memory cgroup")) {
+			printf("child: producer %p, errno %d: %s\n", (void *)p, errno, evs_errmsg());
+			_exit(1);
+		}
+		printf("refused: %s\n", evs_errmsg());
+		/* two of them fit, and fill without being killed */
+		p = evs_producer__new(NULL, 2, &o);
+		if (!p)
+			_exit(2);
+		for (unsigned int core = 0; core < 2; core++) {
+			struct evs_consumer *c = evs_consumer__connect(NULL, core, NULL);
+			char buf[4096] = { 0 };
+
+			if (!c)
+				_exit(5);
+			while (evs_producer__emit(p, core, 1, buf, sizeof(buf)) == 0)
+				;
+			evs_consumer__free(c);
+		}
+		evs_producer__free(p);
+		fflush(stdout);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	rmdir(dir);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child %s %d", WIFSIGNALED(status) ? "killed by signal" : "exited",
+		      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+END_TEST
+
+/* Make every fallocate() of this process fail with ENOMEM (seccomp). */
+static void deny_fallocate(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fallocate, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOMEM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		_exit(6);
+}
+
+/* Memory that cannot be committed when the ring first fills past its
+ * first chunk: the event is dropped and counted as no_memory (-ENOMEM),
+ * never a SIGBUS; what was committed is delivered. */
+START_TEST(test_memory_commit_failure_drops_and_counts)
+{
+	int status;
+	pid_t pid;
+
+	clear_env();
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		EVS_OPTS(evs_producer_opts, o, .ring_bytes = 16 << 20,
+			 .hugepages = EVS_HUGEPAGES_OFF);
+		struct evs_stream_stats st = { .sz = sizeof(st) };
+		struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+		struct evs_consumer *c = evs_consumer__connect(NULL, 0, NULL);
+		static char buf[4000];
+		uint64_t ok = 0, got = 0;
+		struct evs_record rec;
+		int err;
+
+		if (!p || !c)
+			_exit(2);
+		deny_fallocate();
+		while ((err = evs_producer__emit(p, 0, 1, buf, sizeof(buf))) == 0)
+			ok++;
+		if (err != -ENOMEM || evs_producer__emit(p, 0, 1, buf, sizeof(buf)) != -ENOMEM)
+			_exit(7);
+		/* the first 2 MiB chunk was committed when the producer was made */
+		if (evs_producer__stats(p, 0, &st) || st.dropped_events[EVS_DROP_NO_MEMORY] != 2 ||
+		    st.committed != ok || ok != (2u << 20) / 4064)
+			_exit(8);
+		while (evs_consumer__peek(c, &rec) == 0) {
+			got++;
+			evs_consumer__release(c);
+		}
+		if (got != ok || strcmp(evs_drop_cause_name(EVS_DROP_NO_MEMORY), "no_memory"))
+			_exit(9);
+		evs_consumer__free(c);
+		evs_producer__free(p);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child %s %d", WIFSIGNALED(status) ? "killed by signal" : "exited",
+		      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+END_TEST
+
+static Suite *memory_suite(void)
+{
+	Suite *s = suite_create("memory");
+	TCase *tc = evs_tcase("memory");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_memory_default_holds_64k_tensor_reads);
+	tcase_add_test(tc, test_memory_buffer_size_from_the_environment_is_real);
+	tcase_add_test(tc, test_memory_smaller_ring_bytes_are_said_once);
+	tcase_add_test(tc, test_memory_small_run_does_not_pay_for_the_worst_case);
+	tcase_add_test(tc, test_memory_rlimit_as_is_checked_as_a_whole);
+	tcase_add_test(tc, test_memory_cgroup_limit_is_checked_as_a_whole);
+	tcase_add_test(tc, test_memory_commit_failure_drops_and_counts);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return evs_run_suite(memory_suite());
+}

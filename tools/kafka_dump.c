@@ -1,0 +1,877 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * evs-dump --kafka: a member of a Kafka consumer group reading the records
+ * evs-forward published (tools/kafka_msg.h) and writing them with the
+ * dump writer, one dump directory per host and producer.
+ *
+ * Kafka's data is untrusted like shared memory is: keys are checked before
+ * they name a directory, every record's header is checked against its
+ * message, and a record split in chunks is written only when every chunk
+ * arrived in order (otherwise it is counted torn, never written in part).
+ *
+ * Offsets: a message's offset is stored once its record is written or
+ * refused, and not while a record of its partition is half reassembled;
+ * stored offsets are committed every 2 s, when a partition is read to its
+ * end, before a partition is handed over and at the end. A reader that
+ * stops or loses a partition leaves it to the next one from the first
+ * chunk of a half-read record. Within one reader, a sequence number at or
+ * below one already written is a duplicate and is skipped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "cli.h"
+#include "jsonl.h"
+#include "kafka_dump.h"
+#include "kafka_msg.h"
+
+#define TICK_NS 500000000ull
+#define COMMIT_NS 2000000000ull  /* offsets committed at least this often */
+#define POLL_MS 100
+
+/* One host/producer/core. */
+struct kcore {
+	bool any;              /* something was written */
+	uint64_t next_seq;     /* lower sequence numbers are duplicates */
+	uint64_t duplicates;
+	int32_t partition;     /* where its records come from */
+	/* a record being put together from its chunks */
+	uint8_t *buf;
+	uint64_t total, got, seq;
+	uint32_t next_chunk, nchunks;
+};
+
+struct source {
+	struct source *next;
+	char host[KMSG_NAME_MAX + 1], producer[KMSG_NAME_MAX + 1];
+	struct dump_writer w;
+	bool open;             /* the writer is open */
+	bool broken;           /* its directory could not be made: records counted failed */
+	struct kcore *cores[DUMP_MAX_CORES];
+};
+
+struct kpart {
+	bool assigned, eof, seen;
+	int64_t first_offset, last_offset;
+	uint64_t messages, skipped;
+	unsigned int open;     /* records of this partition half reassembled */
+};
+
+struct reader {
+	const struct kafka_dump_opts *o;
+	const char *group, *out;
+	rd_kafka_t *rk;
+	struct source *sources;
+	struct kpart *parts;
+	int nparts;
+	unsigned int assigned;
+	bool cooperative;
+	int outfd;
+	bool created_dir;
+	uint64_t events, messages, torn, orphans, malformed, unfinished, refused;
+	uint64_t t0, last_activity, last_t, last_events, last_bytes, last_commit;
+	bool stored;           /* offsets stored since the last commit */
+	bool status_shown, stop, fatal;
+	bool joined;           /* the group gave this reader its first assignment */
+	int werr;              /* a write error that stops the run */
+};
+
+static volatile sig_atomic_t signals;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	signals++;
+}
+
+static void status_clear(void *ctx)
+{
+	struct reader *r = ctx;
+
+	if (r->status_shown) {
+		fputs("\r\033[K", stderr);
+		r->status_shown = false;
+	}
+}
+
+static uint64_t total_bytes(const struct reader *r)
+{
+	uint64_t n = 0;
+
+	for (const struct source *s = r->sources; s; s = s->next)
+		n += s->w.bytes;
+	return n;
+}
+
+static uint64_t total_dups(const struct reader *r)
+{
+	uint64_t n = 0;
+
+	for (const struct source *s = r->sources; s; s = s->next)
+		for (unsigned int c = 0; c < DUMP_MAX_CORES; c++)
+			if (s->cores[c])
+				n += s->cores[c]->duplicates;
+	return n;
+}
+
+static struct kpart *part(struct reader *r, int32_t p)
+{
+	if (p < 0 || p >= 1 << 20)
+		return NULL;
+	if (p >= r->nparts) {
+		int n = p + 1 > r->nparts * 2 ? p + 1 : r->nparts * 2;
+		struct kpart *np = realloc(r->parts, (size_t)n * sizeof(*np));
+
+		if (!np)
+			return NULL;
+		memset(np + r->nparts, 0, (size_t)(n - r->nparts) * sizeof(*np));
+		r->parts = np;
+		r->nparts = n;
+	}
+	return &r->parts[p];
+}
+
+/* ------------------------------------------------------------ sources */
+
+static struct source *source_get(struct reader *r, const struct kmsg_source *k)
+{
+	struct source *s;
+	char dir[4096];
+
+	for (s = r->sources; s; s = s->next)
+		if (!strcmp(s->host, k->host) && !strcmp(s->producer, k->producer))
+			return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	memcpy(s->host, k->host, sizeof(s->host));
+	memcpy(s->producer, k->producer, sizeof(s->producer));
+	s->w.print = r->o->print;
+	s->w.clear_status = status_clear;
+	s->w.ctx = r;
+	/* both names were checked: [A-Za-z0-9._-], not starting with '.' */
+	snprintf(dir, sizeof(dir), "%s/%s/%s", r->out, s->host, s->producer);
+	if (dump_writer_open(&s->w, dir, r->o->mode)) {
+		s->broken = true;
+		s->w.dirfd = -1;
+	} else {
+		s->open = true;
+	}
+	s->next = r->sources;
+	r->sources = s;
+	return s;
+}
+
+static struct kcore *kcore_get(struct source *s, unsigned int core)
+{
+	if (!s->cores[core])
+		s->cores[core] = calloc(1, sizeof(struct kcore));
+	return s->cores[core];
+}
+
+static void assembly_drop(struct reader *r, struct kcore *k)
+{
+	struct kpart *p = part(r, k->partition);
+
+	free(k->buf);
+	k->buf = NULL;
+	if (p && p->open)
+		p->open--;
+}
+
+/* ------------------------------------------------------------ records */
+
+/* A whole record: checked against its message, then written unless it is
+ * a duplicate. */
+static void deliver(struct reader *r, struct source *s, struct kcore *k, unsigned int core,
+		    const uint8_t *value, uint64_t len, uint64_t seq)
+{
+	struct evs_event_header h;
+	int err;
+
+	if (len < sizeof(h)) {
+		r->malformed++;
+		return;
+	}
+	memcpy(&h, value, sizeof(h));
+	if (h.data_size != len - sizeof(h) || h.seq != seq) {
+		r->malformed++;
+		return;
+	}
+	if (k->any && h.seq < k->next_seq) {
+		k->duplicates++;
+		return;
+	}
+	k->any = true;
+	k->next_seq = h.seq + 1;
+	if (!s->open) {
+		r->refused++;
+		return;
+	}
+	r->events++;
+	err = dump_writer_record(&s->w, core, &h, value + sizeof(h));
+	if (err) {
+		status_clear(r);
+		fprintf(stderr, "evs-dump: %s/%s core %u: %s\n", s->host, s->producer, core, strerror(-err));
+		r->werr = err;
+		r->stop = true;
+	}
+	if (r->o->max_events && r->events >= r->o->max_events)
+		r->stop = true;
+}
+
+static void take_record(struct reader *r, const rd_kafka_message_t *m)
+{
+	struct kmsg_source src;
+	struct kmsg_meta meta;
+	struct evs_event_header h;
+	struct source *s;
+	struct kcore *k;
+	struct kpart *p;
+
+	if (kmsg_parse_key(m->key, m->key_len, &src) || kmsg_meta_parse(m, &meta)) {
+		r->malformed++;
+		return;
+	}
+	s = source_get(r, &src);
+	k = s ? kcore_get(s, src.core) : NULL;
+	if (!k) {
+		r->refused++;
+		return;
+	}
+	if (k->buf && (meta.nchunks == 1 || meta.chunk == 0)) {
+		/* a record began before the last one was whole */
+		assembly_drop(r, k);
+		r->torn++;
+	}
+	k->partition = m->partition;
+	if (meta.nchunks == 1) {
+		deliver(r, s, k, src.core, m->payload, m->len, meta.seq);
+		return;
+	}
+	if (meta.chunk == 0) {
+		/* the first chunk starts with the record's header: its size */
+		if (m->len < sizeof(h)) {
+			r->malformed++;
+			return;
+		}
+		memcpy(&h, m->payload, sizeof(h));
+		if (h.seq != meta.seq || h.data_size > KMSG_RECORD_MAX ||
+		    sizeof(h) + h.data_size <= m->len ||
+		    (sizeof(h) + h.data_size + m->len - 1) / m->len != meta.nchunks) {
+			r->malformed++;
+			return;
+		}
+		k->total = sizeof(h) + h.data_size;
+		k->buf = malloc(k->total);
+		if (!k->buf) {
+			r->refused++;
+			return;
+		}
+		memcpy(k->buf, m->payload, m->len);
+		k->got = m->len;
+		k->seq = meta.seq;
+		k->next_chunk = 1;
+		k->nchunks = meta.nchunks;
+		p = part(r, m->partition);
+		if (p)
+			p->open++;
+		return;
+	}
+	if (!k->buf) {
+		/* its first chunk was never read (or came out of order) */
+		r->orphans++;
+		return;
+	}
+	if (meta.seq != k->seq || meta.chunk != k->next_chunk || meta.nchunks != k->nchunks ||
+	    m->len > k->total - k->got) {
+		assembly_drop(r, k);
+		r->torn++;
+		r->orphans++;
+		return;
+	}
+	memcpy(k->buf + k->got, m->payload, m->len);
+	k->got += m->len;
+	if (++k->next_chunk < k->nchunks)
+		return;
+	if (k->got == k->total)
+		deliver(r, s, k, src.core, k->buf, k->total, k->seq);
+	else
+		r->torn++;
+	assembly_drop(r, k);
+}
+
+static void store_offset(struct reader *r, const rd_kafka_message_t *m)
+{
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+
+	rd_kafka_topic_partition_list_add(l, r->o->topic, m->partition)->offset = m->offset + 1;
+	rd_kafka_offsets_store(r->rk, l);
+	r->stored = true;
+	rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void handle_message(struct reader *r, const rd_kafka_message_t *m)
+{
+	struct kpart *p = part(r, m->partition);
+
+	if (m->err) {
+		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+			if (p)
+				p->eof = true;
+			/* caught up: have the group know it now, not at the
+			 * next periodic commit (a rebalance may come first) */
+			rd_kafka_commit(r->rk, NULL, 1);
+			return;
+		}
+		status_clear(r);
+		kmsg_error_note(m->err, rd_kafka_message_errstr(m));
+		return;
+	}
+	if (!p)
+		return;
+	r->messages++;
+	r->last_activity = cli_now_ns();
+	p->eof = false;
+	p->messages++;
+	if (!p->seen) {
+		p->seen = true;
+		p->first_offset = m->offset;
+	} else if (m->offset > p->last_offset + 1) {
+		/* gone before this reader came (retention), or read by
+		 * another member meanwhile */
+		p->skipped += (uint64_t)(m->offset - p->last_offset - 1);
+	}
+	p->last_offset = m->offset;
+	take_record(r, m);
+	/* not past the first chunk of a record still being put together */
+	if (!p->open)
+		store_offset(r, m);
+}
+
+/* ------------------------------------------------------------ group */
+
+static void say_partitions(struct reader *r, const char *what, const rd_kafka_topic_partition_list_t *l)
+{
+	status_clear(r);
+	fprintf(stderr, "evs-dump: %s partitions", what);
+	for (int i = 0; i < l->cnt; i++)
+		fprintf(stderr, "%s%" PRId32, i ? "," : " ", l->elems[i].partition);
+	if (!l->cnt)
+		fprintf(stderr, " (none)");
+	fprintf(stderr, " of topic '%s' (group '%s')\n", r->o->topic, r->group);
+}
+
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *l,
+			 void *opaque)
+{
+	struct reader *r = opaque;
+
+	r->last_activity = cli_now_ns();
+	if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+		r->joined = true;
+		for (int i = 0; i < l->cnt; i++) {
+			struct kpart *p = part(r, l->elems[i].partition);
+
+			if (p && !p->assigned) {
+				p->assigned = true;
+				p->eof = false;
+				r->assigned++;
+			}
+		}
+		say_partitions(r, r->cooperative ? "also assigned" : "assigned", l);
+		if (r->cooperative)
+			rd_kafka_error_destroy(rd_kafka_incremental_assign(rk, l));
+		else
+			rd_kafka_assign(rk, l);
+		return;
+	}
+	/* revoked: commit what was written, so that the next owner starts
+	 * right after it; half-reassembled records are left to it */
+	rd_kafka_commit(rk, NULL, 0);
+	for (int i = 0; i < l->cnt; i++) {
+		int32_t pid = l->elems[i].partition;
+		struct kpart *p = part(r, pid);
+
+		for (struct source *s = r->sources; s; s = s->next)
+			for (unsigned int c = 0; c < DUMP_MAX_CORES; c++)
+				if (s->cores[c] && s->cores[c]->buf && s->cores[c]->partition == pid)
+					assembly_drop(r, s->cores[c]);
+		if (p && p->assigned) {
+			p->assigned = false;
+			r->assigned--;
+		}
+	}
+	if (!r->stop)
+		say_partitions(r, "handing over", l);
+	if (r->cooperative)
+		rd_kafka_error_destroy(rd_kafka_incremental_unassign(rk, l));
+	else
+		rd_kafka_assign(rk, NULL);
+}
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	struct reader *r = opaque;
+
+	(void)rk;
+	status_clear(r);
+	if (err == RD_KAFKA_RESP_ERR__FATAL) {
+		fprintf(stderr, "evs-dump: kafka: fatal error: %s\n", reason);
+		r->fatal = r->stop = true;
+		return;
+	}
+	kmsg_error_note((rd_kafka_resp_err_t)err, reason);
+}
+
+/* ------------------------------------------------------------ output */
+
+static void status_line(struct reader *r)
+{
+	uint64_t t = cli_now_ns(), bytes = total_bytes(r);
+	double dt = (double)(t - r->last_t) / 1e9;
+
+	fprintf(stderr, "\r\033[K%6.1fs %9.0f ev/s %8.1f MB/s  written %.1f MB in %" PRIu64
+		" events from %" PRIu64 " messages, %u partitions",
+		(double)(t - r->t0) / 1e9, dt > 0 ? (double)(r->events - r->last_events) / dt : 0,
+		dt > 0 ? (double)(bytes - r->last_bytes) / dt / 1e6 : 0, (double)bytes / 1e6, r->events,
+		r->messages, r->assigned);
+	r->last_t = t;
+	r->last_events = r->events;
+	r->last_bytes = bytes;
+	r->status_shown = true;
+}
+
+static void write_source_json(FILE *f, const struct reader *r, const struct source *s)
+{
+	fprintf(f, "{\"host\":");
+	json_put_str(f, s->host);
+	fprintf(f, ",\"producer\":");
+	json_put_str(f, s->producer);
+	fprintf(f, ",\"topic\":");
+	json_put_str(f, r->o->topic);
+	fprintf(f, ",\"events\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64
+		",\"cores\":[", s->w.events, s->w.bytes, s->w.failed, s->w.bad);
+	for (unsigned int c = 0, first = 1; c < DUMP_MAX_CORES; c++) {
+		const struct kcore *k = s->cores[c];
+		const struct dump_core *d = c < s->w.ncores ? &s->w.cores[c] : NULL;
+
+		if (!k)
+			continue;
+		fprintf(f, "%s{\"core\":%u,\"partition\":%" PRId32 ",\"events\":%" PRIu64 ",\"tensors\":%" PRIu64
+			",\"bytes\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"failed\":%" PRIu64
+			",\"bad\":%" PRIu64 "}",
+			first ? "" : ",", c, k->partition, d ? d->events : 0, d ? d->tensors : 0, d ? d->bytes : 0,
+			d ? d->gaps : 0, k->duplicates, d ? d->failed : 0, d ? d->bad : 0);
+		first = 0;
+	}
+	fprintf(f, "]}");
+}
+
+static void write_summary(struct reader *r, FILE *f, bool json)
+{
+	double secs = (double)(cli_now_ns() - r->t0) / 1e9;
+	uint64_t bytes = total_bytes(r), dups = total_dups(r);
+
+	if (json) {
+		fprintf(f, "{\"kafka\":{\"brokers\":");
+		json_put_str(f, r->o->brokers);
+		fprintf(f, ",\"topic\":");
+		json_put_str(f, r->o->topic);
+		fprintf(f, ",\"group\":");
+		json_put_str(f, r->group);
+		fprintf(f, "},\"seconds\":%.3f,\"messages\":%" PRIu64 ",\"events\":%" PRIu64 ",\"bytes\":%" PRIu64
+			",\"duplicates\":%" PRIu64 ",\"torn\":%" PRIu64 ",\"orphan_chunks\":%" PRIu64
+			",\"unfinished\":%" PRIu64 ",\"malformed\":%" PRIu64 ",\"refused\":%" PRIu64 ",\"partitions\":[",
+			secs, r->messages, r->events, bytes, dups, r->torn, r->orphans, r->unfinished, r->malformed,
+			r->refused);
+		for (int p = 0, first = 1; p < r->nparts; p++) {
+			const struct kpart *kp = &r->parts[p];
+
+			if (!kp->seen)
+				continue;
+			fprintf(f, "%s{\"partition\":%d,\"messages\":%" PRIu64 ",\"first_offset\":%" PRId64
+				",\"last_offset\":%" PRId64 ",\"skipped_offsets\":%" PRIu64 "}",
+				first ? "" : ",", p, kp->messages, kp->first_offset, kp->last_offset, kp->skipped);
+			first = 0;
+		}
+		fprintf(f, "],\"sources\":[");
+		for (const struct source *s = r->sources; s; s = s->next) {
+			write_source_json(f, r, s);
+			if (s->next)
+				fputc(',', f);
+		}
+		fprintf(f, "]}\n");
+		return;
+	}
+	fprintf(f, "evs-dump: %" PRIu64 " events, %.1f MB in %.2f s (%.0f ev/s, %.1f MB/s) from topic '%s' "
+		"to %s\n", r->events, (double)bytes / 1e6, secs, secs > 0 ? (double)r->events / secs : 0,
+		secs > 0 ? (double)bytes / secs / 1e6 : 0, r->o->topic, r->out);
+	fprintf(f, "  host/producer                             core  partition    events   tensors        "
+		"bytes    gaps  duplicates  failed\n");
+	for (const struct source *s = r->sources; s; s = s->next) {
+		char name[2 * KMSG_NAME_MAX + 2];
+
+		snprintf(name, sizeof(name), "%s/%s", s->host, s->producer);
+		for (unsigned int c = 0; c < DUMP_MAX_CORES; c++) {
+			const struct kcore *k = s->cores[c];
+			const struct dump_core *d = c < s->w.ncores ? &s->w.cores[c] : NULL;
+
+			if (!k)
+				continue;
+			fprintf(f, "  %-40s %5u %10" PRId32 " %9" PRIu64 " %9" PRIu64 " %12" PRIu64 " %7" PRIu64
+				" %11" PRIu64 " %7" PRIu64 "\n", name, c, k->partition, d ? d->events : 0,
+				d ? d->tensors : 0, d ? d->bytes : 0, d ? d->gaps : 0, k->duplicates,
+				d ? d->failed : 0);
+		}
+	}
+	fprintf(f, "evs-dump: read partitions");
+	for (int p = 0, first = 1; p < r->nparts; p++) {
+		if (!r->parts[p].seen)
+			continue;
+		fprintf(f, "%s%d (offsets %" PRId64 "-%" PRId64 ")", first ? " " : ", ", p,
+			r->parts[p].first_offset, r->parts[p].last_offset);
+		first = 0;
+	}
+	if (!r->messages)
+		fprintf(f, " none");
+	fputc('\n', f);
+}
+
+/* summary.json of one source, beside its index. */
+static int save_source_summary(struct reader *r, struct source *s)
+{
+	int fd = openat(s->w.dirfd, "summary.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	int err = 0;
+
+	if (!f) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+	} else {
+		write_source_json(f, r, s);
+		fputc('\n', f);
+		if (fflush(f) || ferror(f))
+			err = errno ? errno : EIO;
+		if (fclose(f) && !err)
+			err = errno;
+	}
+	if (err)
+		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s\n", s->w.dir, strerror(err));
+	return -err;
+}
+
+static int save_summary(struct reader *r)
+{
+	int fd = openat(r->outfd, "summary.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	int err = 0;
+
+	if (!f) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+	} else {
+		write_summary(r, f, true);
+		if (fflush(f) || ferror(f))
+			err = errno ? errno : EIO;
+		if (fclose(f) && !err)
+			err = errno;
+	}
+	if (err)
+		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s\n", r->out, strerror(err));
+	return -err;
+}
+
+/* ------------------------------------------------------------ setup */
+
+/* The top directory: made if missing, refused if it holds a dump. Its
+ * summary.json is made now (the writability check) and filled at the end. */
+static int out_open(struct reader *r)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s", r->out);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			goto fail;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) == 0)
+		r->created_dir = true;
+	else if (errno != EEXIST)
+		goto fail;
+	r->outfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r->outfd < 0)
+		goto fail;
+	if (faccessat(r->outfd, "index.jsonl", F_OK, 0) == 0) {
+		errno = EEXIST;
+		goto exists;
+	}
+	fd = openat(r->outfd, "summary.json", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			goto exists;
+		goto fail;
+	}
+	close(fd);
+	return 0;
+exists:
+	fprintf(stderr, "evs-dump: '%s' already holds a dump: remove it or choose another output directory\n",
+		r->out);
+	return -EEXIST;
+fail:
+	fprintf(stderr, "evs-dump: cannot write to output directory '%s': %s\n", r->out, strerror(errno));
+	return -errno;
+}
+
+/* Nothing was read: take back what out_open made. */
+static void out_abort(struct reader *r)
+{
+	if (r->outfd >= 0) {
+		unlinkat(r->outfd, "summary.json", 0);
+		close(r->outfd);
+		r->outfd = -1;
+	}
+	if (r->created_dir)
+		rmdir(r->out);
+}
+
+/* A broker must answer and the topic exist before anything is written. */
+static int kafka_check(struct reader *r)
+{
+	uint64_t deadline = cli_now_ns() + (uint64_t)(r->o->timeout * 1e9);
+	rd_kafka_resp_err_t err, terr = RD_KAFKA_RESP_ERR_NO_ERROR;
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(r->rk, r->o->topic, NULL);
+
+	if (!rkt)
+		return -EINVAL;
+	for (;;) {
+		const struct rd_kafka_metadata *md = NULL;
+
+		err = rd_kafka_metadata(r->rk, 0, rkt, &md, 500);
+		if (!err) {
+			terr = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+			rd_kafka_metadata_destroy(md);
+			if (!terr)
+				break;
+		}
+		if (signals || cli_now_ns() >= deadline)
+			break;
+		usleep(100000);
+	}
+	rd_kafka_topic_destroy(rkt);
+	if (signals) {
+		fprintf(stderr, "evs-dump: signal while waiting for Kafka at '%s'; nothing was dumped\n",
+			r->o->brokers);
+		return -EINTR;
+	}
+	if (err) {
+		fprintf(stderr, "evs-dump: Kafka at '%s' is unreachable: no broker answered within %.3g s (%s); "
+			"nothing was dumped\n", r->o->brokers, r->o->timeout, rd_kafka_err2str(err));
+		return -EHOSTUNREACH;
+	}
+	if (terr) {
+		fprintf(stderr, "evs-dump: topic '%s' is not available at '%s': %s\n", r->o->topic,
+			r->o->brokers, rd_kafka_err2str(terr));
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int kafka_open(struct reader *r)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	char errstr[512];
+
+	if (kmsg_conf_set(conf, "bootstrap.servers", r->o->brokers) ||
+	    kmsg_conf_set(conf, "group.id", r->group) ||
+	    kmsg_conf_set(conf, "client.id", "evs-dump") ||
+	    /* a new group reads the topic from its start */
+	    kmsg_conf_set(conf, "auto.offset.reset", "earliest") ||
+	    /* offsets are stored once their records are written, and
+	     * committed by this reader when it knows it is a good moment */
+	    kmsg_conf_set(conf, "enable.auto.offset.store", "false") ||
+	    kmsg_conf_set(conf, "enable.auto.commit", "false") ||
+	    kmsg_conf_set(conf, "enable.partition.eof", "true") ||
+	    kmsg_conf_set(conf, "log.queue", "true") ||
+	    kmsg_conf_apply(conf, r->o->props, r->o->nprops)) {
+		rd_kafka_conf_destroy(conf);
+		return -EINVAL;
+	}
+	rd_kafka_conf_set_opaque(conf, r);
+	rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+	rd_kafka_conf_set_error_cb(conf, on_error);
+	rd_kafka_conf_set_log_cb(conf, kmsg_log_cb);
+	r->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
+	if (!r->rk) {
+		fprintf(stderr, "evs-dump: cannot create the Kafka consumer: %s\n", errstr);
+		rd_kafka_conf_destroy(conf);
+		return -EINVAL;
+	}
+	rd_kafka_set_log_queue(r->rk, NULL);
+	/* one queue for messages, rebalances, errors and logs */
+	rd_kafka_poll_set_consumer(r->rk);
+	r->cooperative = !strcmp(rd_kafka_rebalance_protocol(r->rk), "COOPERATIVE");
+	return 0;
+}
+
+static bool idle(struct reader *r, uint64_t now)
+{
+	/* joining a group takes seconds: that is not idleness */
+	if (!r->o->until_idle || !r->joined || now - r->last_activity < (uint64_t)(r->o->until_idle * 1e9))
+		return false;
+	for (int p = 0; p < r->nparts; p++)
+		if (r->parts[p].assigned && !r->parts[p].eof)
+			return false;
+	return true;
+}
+
+int kafka_dump_main(const struct kafka_dump_opts *o)
+{
+	struct reader r = { .o = o, .group = o->group ? o->group : "evs-dump", .out = o->out ? o->out : "dump",
+			    .outfd = -1 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	rd_kafka_topic_partition_list_t *topics;
+	rd_kafka_resp_err_t err;
+	uint64_t deadline;
+	int rc = 0;
+
+	/* librdkafka's threads block every signal: they reach this thread */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (out_open(&r))
+		return 2;
+	if (kafka_open(&r) || kafka_check(&r)) {
+		if (r.rk)
+			rd_kafka_destroy(r.rk);
+		out_abort(&r);
+		return 2;
+	}
+	topics = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(topics, o->topic, RD_KAFKA_PARTITION_UA);
+	err = rd_kafka_subscribe(r.rk, topics);
+	rd_kafka_topic_partition_list_destroy(topics);
+	if (err) {
+		fprintf(stderr, "evs-dump: cannot subscribe to topic '%s': %s\n", o->topic, rd_kafka_err2str(err));
+		rd_kafka_destroy(r.rk);
+		out_abort(&r);
+		return 2;
+	}
+	r.t0 = r.last_t = r.last_activity = cli_now_ns();
+	deadline = o->seconds > 0 ? r.t0 + (uint64_t)(o->seconds * 1e9) : UINT64_MAX;
+
+	while (!r.stop && !signals) {
+		rd_kafka_message_t *m = rd_kafka_consumer_poll(r.rk, POLL_MS);
+		uint64_t now;
+
+		if (m) {
+			handle_message(&r, m);
+			rd_kafka_message_destroy(m);
+		}
+		now = cli_now_ns();
+		if (now >= deadline || idle(&r, now))
+			break;
+		if (now - r.last_commit >= COMMIT_NS && r.stored) {
+			rd_kafka_commit(r.rk, NULL, 1);
+			r.last_commit = now;
+			r.stored = false;
+		}
+		if (now - r.last_t >= TICK_NS) {
+			for (struct source *s = r.sources; s; s = s->next)
+				if (s->open)
+					dump_writer_flush(&s->w);
+			if (o->progress)
+				status_line(&r);
+			else
+				r.last_t = now;
+		}
+	}
+	/* half-reassembled records: their offsets were not committed, the
+	 * group reads them again */
+	for (struct source *s = r.sources; s; s = s->next)
+		for (unsigned int c = 0; c < DUMP_MAX_CORES; c++)
+			if (s->cores[c] && s->cores[c]->buf) {
+				assembly_drop(&r, s->cores[c]);
+				r.unfinished++;
+			}
+	r.stop = true;
+	err = rd_kafka_commit(r.rk, NULL, 0);
+	if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+		status_clear(&r);
+		fprintf(stderr, "evs-dump: kafka: could not commit the offsets read (%s): the group's next "
+			"reader reads the last records again (duplicates are skipped within one dump)\n",
+			rd_kafka_err2str(err));
+	}
+	/* leaves the group (a last commit on the way out) */
+	rd_kafka_consumer_close(r.rk);
+	rd_kafka_destroy(r.rk);
+	status_clear(&r);
+	fflush(stdout);
+
+	for (struct source *s = r.sources; s; s = s->next) {
+		if (!s->open)
+			continue;
+		if (dump_writer_close_index(&s->w) || save_source_summary(&r, s))
+			rc = 1;
+		if (s->w.failed) {
+			fprintf(stderr, "evs-dump: %s: %" PRIu64 " events could not be written (%s); no partial "
+				"files were left\n", s->w.dir, s->w.failed, strerror(s->w.first_errno));
+			rc = 1;
+		}
+		if (s->w.index_errno) {
+			fprintf(stderr, "evs-dump: %s/index.jsonl is incomplete (%s)\n", s->w.dir,
+				strerror(s->w.index_errno));
+			rc = 1;
+		}
+		if (s->w.bad) {
+			fprintf(stderr, "evs-dump: %s: %" PRIu64 " malformed events were indexed as \"bad\"\n",
+				s->w.dir, s->w.bad);
+			rc = 1;
+		}
+	}
+	if (save_summary(&r))
+		rc = 1;
+	if (o->summary)
+		write_summary(&r, stderr, false);
+	if (r.torn || r.orphans || r.malformed || r.refused) {
+		fprintf(stderr, "evs-dump: not written: %" PRIu64 " torn records (chunks missing or out of order), %"
+			PRIu64 " chunks without their record's start, %" PRIu64 " malformed messages, %" PRIu64
+			" records with no place to go\n", r.torn, r.orphans, r.malformed, r.refused);
+		rc = 1;
+	}
+	if (r.unfinished && o->summary)
+		fprintf(stderr, "evs-dump: %" PRIu64 " records were still arriving in chunks at the end: left to "
+			"the group's next reader\n", r.unfinished);
+	if (r.werr || r.fatal)
+		rc = 1;
+	while (r.sources) {
+		struct source *s = r.sources;
+
+		r.sources = s->next;
+		if (s->open && dump_writer_close(&s->w) && !rc)
+			rc = 1;
+		for (unsigned int c = 0; c < DUMP_MAX_CORES; c++)
+			free(s->cores[c]);
+		free(s);
+	}
+	free(r.parts);
+	close(r.outfd);
+	return rc;
+}
