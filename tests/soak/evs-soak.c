@@ -396,23 +396,33 @@ static void usage(FILE *f)
 }
 
 /*
- * The producer the run will make, made once here and freed: a ring size
- * the library refuses (beyond its bound, which depends on the machine's
- * memory) fails before anything is forked, with the library's reason.
+ * The producer the run will make, made once and freed before the run: a
+ * ring size the library refuses (beyond its bound, which depends on the
+ * machine's memory) fails before anything else, with the library's
+ * reason. In a child of its own, so that the supervisor, which forks the
+ * consumers, never held a producer (nor its threads and locks).
  */
 static int check_ring(const char *arg)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = ring_bytes, .max_events = max_events,
 		 .no_timestamps = 1);
-	struct evs_producer *p = evs_producer__new(NULL, nstreams, &o);
+	int status;
+	pid_t pid = fork();
 
-	if (!p) {
-		fprintf(stderr, "evs-soak: --ring '%s' with %u streams: %s\n", arg, nstreams,
-			evs_errmsg());
-		return -EINVAL;
+	if (pid == 0) {
+		struct evs_producer *p = evs_producer__new(NULL, nstreams, &o);
+
+		if (!p) {
+			fprintf(stderr, "evs-soak: --ring '%s' with %u streams: %s\n", arg, nstreams,
+				evs_errmsg());
+			_exit(2);
+		}
+		evs_producer__free(p);
+		_exit(0);
 	}
-	evs_producer__free(p);
-	return 0;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EINVAL;
 }
 
 int main(int argc, char **argv)
