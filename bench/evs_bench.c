@@ -254,6 +254,11 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "evs-bench: unexpected argument '%s': it takes options only\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
 	if (bopt.secs == 0)
 		bopt.secs = bopt.quick ? 0.15 : 0.5;
 	if (bopt.rounds == 0)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The library's build contract: both compilers build it with -Werror; the
+# The library's build contract: both compilers build it with -Werror, and
+# flags given to make add to the optimisation rather than replace it; the
 # shared object has soname libevstream.so.1 and exports only the API;
 # `make install` lays out headers, libraries and evstream.pc so that a
 # program builds against the installed tree with pkg-config alone.
@@ -14,6 +15,17 @@ for cc in gcc clang; do
   make -s BUILD="$tmp/$cc" CC=$cc lib >"$tmp/$cc.log" 2>&1 || { cat "$tmp/$cc.log"; fail "$cc build"; }
   echo "ok: $cc builds the library with -Wall -Wextra -Werror"
 done
+
+# flags added on the command line add to the build's: the optimisation
+# (OPT) stays, for the library and the programs alike
+for obj in transport/drop.o tools/evs-dump.o; do
+  for flags in CFLAGS+=-DEVS_CONTRACT_X CFLAGS=-DEVS_CONTRACT_X; do
+    cmd=$(make -n -B BUILD="$tmp/opt" "$flags" "$tmp/opt/$obj" | grep -- " -c ")
+    grep -q -- ' -O2 ' <<<"$cmd" && grep -q -- '-DEVS_CONTRACT_X' <<<"$cmd" ||
+      fail "make $flags: $obj is compiled without -O2 or without the flag: $cmd"
+  done
+done
+echo "ok: make CFLAGS+=-DX (and CFLAGS=-DX) keeps -O2"
 
 so="$tmp/gcc/libevstream.so.1.0.0"
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')

@@ -27,7 +27,7 @@ refused() {
 	fi
 }
 
-for b in evs-dump evs-demo evs-soak evs-example; do
+for b in evs-dump evs-demo evs-soak evs-example evs-bench; do
 	[ -x "$B/$b" ] || { echo "FAIL: $B/$b is not built"; exit 1; }
 done
 
@@ -49,7 +49,7 @@ says() {
 	local msg=$1 rc; shift
 	"$@" >"$T/out" 2>"$T/err"; rc=$?
 	if [ "$rc" -eq 2 ] && grep -qF -- "$msg" "$T/err"; then
-		echo "ok: ${1##*/} refused: $(cat "$T/err")"
+		echo "ok: ${1##*/} refused: $(head -1 "$T/err")"
 	else
 		echo "FAIL: $*: exit $rc, expected 2 and '$msg':"; sed 's/^/  /' "$T/err"
 		fails=$((fails + 1))
@@ -57,7 +57,7 @@ says() {
 }
 
 # evs-dump --cores takes digits, commas and ranges only
-for bad in +1 " 1" 1- 2-1 0,,1; do
+for bad in +1 " 1" 1- 2-1 0,,1 ""; do
 	says "--cores '$bad': use a list like 0,2-3" "$B/evs-dump" --cores "$bad" -o "$T/d" x
 done
 # ... and cores 0 to 4095: a core beyond is named with the range
@@ -84,6 +84,19 @@ refused evs-soak --streams 65 "a whole number from 1 to 64"
 refused evs-soak --seconds 0 "a number of seconds from 0.01 to"
 refused evs-soak --ring 1Q "a size in bytes"
 refused evs-soak --seed 0x10 "a whole number"
+refused evs-soak --ring 1 "a size in bytes from 4096 up"
+# ... and a ring the library refuses (beyond half the memory) before the run
+says "evs-soak: --ring '1000G' with 8 streams: ring_bytes=1073741824000 is out of range" "$B/evs-soak" --ring 1000G
+
+# Stray arguments are refused, not ignored; --help is an answer, not an error
+says "evs-soak: unexpected argument 'extra': it takes options only" "$B/evs-soak" --seconds 1 extra
+says "evs-bench: unexpected argument 'extra': it takes options only" "$B/evs-bench" --quick extra
+if "$B/evs-soak" --help >"$T/out" 2>"$T/err" && grep -q '^usage: evs-soak' "$T/out" && [ ! -s "$T/err" ]; then
+	echo "ok: evs-soak --help: $(head -1 "$T/out")"
+else
+	echo "FAIL: evs-soak --help: exit $?, stdout:"; sed 's/^/  /' "$T/out" "$T/err"
+	fails=$((fails + 1))
+fi
 
 # evs-drops, where it is built (it needs the eBPF toolchain)
 if [ -x "$B/evs-drops" ]; then

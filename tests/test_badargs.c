@@ -466,7 +466,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("badargs");
-	TCase *tc = tcase_create("table");
+	TCase *tc = evs_tcase("table");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_bad_argument_gives_documented_status, 0, NROWS);

@@ -173,6 +173,81 @@ START_TEST(test_badinput_unknown_dtype_with_elem_size_is_accepted)
 }
 END_TEST
 
+/* The element size of a known dtype is the dtype's (or 0: implied by it);
+ * any other contradicts the dtype and is refused, nothing emitted. */
+START_TEST(test_badinput_tensor_elem_size_must_match_its_dtype)
+{
+	struct evs_producer *p = evs_producer__new(NULL, 1, NULL);
+	struct evs_consumer *c = evs_consumer__connect(NULL, 0, NULL);
+	uint64_t shape[1] = { 2 };
+	double v[2] = { 1.5, -2.25 };
+	struct evs_tensor f32 = { .prefix = "f", .pipe = 1, .dtype = "float32", .elem_size = 8,
+				  .ndim = 1, .shape = shape, .data = v };
+	struct evs_tensor i8 = { .prefix = "i", .pipe = 1, .dtype = "int8", .elem_size = 3,
+				 .ndim = 1, .shape = shape, .data = v };
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_record rec;
+	struct evs_tensor_info ev;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(evs_producer__emit_tensor(p, 0, &f32), -EINVAL);
+	ck_assert_int_eq(evs_producer__emit_tensor(p, 0, &i8), -EINVAL);
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.produced, 0);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), -EAGAIN);
+	/* its own size, or 0, is taken */
+	f32.elem_size = 4;
+	ck_assert_int_eq(evs_producer__emit_tensor(p, 0, &f32), 0);
+	i8.elem_size = 0;
+	ck_assert_int_eq(evs_producer__emit_tensor(p, 0, &i8), 0);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+	ck_assert_int_eq(evs_tensor_parse(rec.data, rec.hdr.data_size, &ev), 0);
+	ck_assert_uint_eq(ev.elem_size, 4);
+	ck_assert_uint_eq(ev.bytes, 8);
+	evs_consumer__release(c);
+	ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+	ck_assert_int_eq(evs_tensor_parse(rec.data, rec.hdr.data_size, &ev), 0);
+	ck_assert_uint_eq(ev.elem_size, 1);
+	ck_assert_uint_eq(ev.bytes, 2);
+	evs_consumer__release(c);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* An empty tensor (a 0 among its sizes) is valid whatever its other sizes:
+ * there is no element count to overflow. It reads back with its shape. */
+START_TEST(test_badinput_empty_tensor_of_any_shape_is_accepted)
+{
+	struct evs_producer *p = evs_producer__new(NULL, 1, NULL);
+	struct evs_consumer *c = evs_consumer__connect(NULL, 0, NULL);
+	static const uint64_t big3[3] = { 1ull << 33, 1ull << 33, 0 }, max2[2] = { 0, UINT64_MAX };
+	struct evs_tensor t[2] = {
+		{ .prefix = "a", .pipe = 1, .dtype = "float32", .ndim = 3, .shape = big3 },
+		{ .prefix = "b", .pipe = 1, .dtype = "int8", .ndim = 2, .shape = max2 },
+	};
+	struct evs_record rec;
+	struct evs_tensor_info ev;
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(c);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(evs_producer__emit_tensor(p, 0, &t[i]), 0);
+		ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+		ck_assert_uint_eq(rec.hdr.data_size, EVS_TENSOR_FIXED_BYTES);
+		ck_assert_int_eq(evs_tensor_parse(rec.data, rec.hdr.data_size, &ev), 0);
+		ck_assert_uint_eq(ev.ndim, t[i].ndim);
+		ck_assert_mem_eq(ev.shape, t[i].shape, t[i].ndim * sizeof(uint64_t));
+		ck_assert_uint_eq(ev.numel, 0);
+		ck_assert_uint_eq(ev.bytes, 0);
+		evs_consumer__release(c);
+	}
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
 START_TEST(test_badinput_producer_that_does_not_exist)
 {
 	ck_assert_ptr_null(evs_consumer__connect("nobody-here", 0, NULL));
@@ -243,7 +318,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("badinput");
-	TCase *tc = tcase_create("badinput");
+	TCase *tc = evs_tcase("badinput");
 
 	tcase_add_checked_fixture(tc, NULL, unset_env);
 	tcase_add_test(tc, test_badinput_core_out_of_range);
@@ -253,6 +328,8 @@ int main(void)
 	tcase_add_test(tc, test_badinput_hugepages_on_without_enough);
 	tcase_add_test(tc, test_badinput_oversize_events);
 	tcase_add_test(tc, test_badinput_unknown_dtype_with_elem_size_is_accepted);
+	tcase_add_test(tc, test_badinput_tensor_elem_size_must_match_its_dtype);
+	tcase_add_test(tc, test_badinput_empty_tensor_of_any_shape_is_accepted);
 	tcase_add_test(tc, test_badinput_producer_that_does_not_exist);
 	tcase_add_test(tc, test_badinput_names);
 	tcase_add_test(tc, test_badinput_options_struct);

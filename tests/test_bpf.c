@@ -579,7 +579,7 @@ END_TEST
 static Suite *bpf_suite(void)
 {
 	Suite *s = suite_create("bpf");
-	TCase *tc = tcase_create("drops");
+	TCase *tc = evs_tcase("drops");
 
 	/* loading the program and forking producers takes a few seconds */
 	tcase_set_timeout(tc, 120);
@@ -620,7 +620,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("bpf");
-	TCase *tc = tcase_create("drops");
+	TCase *tc = evs_tcase("drops");
 
 	tcase_add_test(tc, test_bpf_not_built);
 	suite_add_tcase(s, tc);

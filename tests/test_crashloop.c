@@ -212,6 +212,8 @@ static bool mode_available(int mode)
 	struct evs_producer *p;
 	struct evs_consumer *c;
 
+	if (evs_hugepages_off("crashloop hugepages", mode))
+		return false;
 	p = make_producer(evs_test_name("warm"), mode);
 	if (!p && mode && evs_hugepages_short("crashloop hugepages", errno, 1))
 		return false;
@@ -592,7 +594,7 @@ END_TEST
 static Suite *crashloop_suite(void)
 {
 	Suite *s = suite_create("crashloop");
-	TCase *tc = tcase_create("kill");
+	TCase *tc = evs_tcase("kill");
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_producer_killed_consumer_drains_everything_then_sees_gone, 0,

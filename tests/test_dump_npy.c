@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The pieces of evs-dump that need no process: the .npy 1.0 header (byte
  * for byte), dtype mapping, the payload reader and the device-print look. */
+#include <inttypes.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "helpers.h"
+#include "dump_writer.h"
 #include "jsonl.h"
 #include "npy.h"
 #include "preview.h"
@@ -226,6 +229,172 @@ START_TEST(test_evs_tensor_parse_rejects_inconsistent_payloads)
 }
 END_TEST
 
+/* The element size recorded in the evstream extension, whatever the dtype. */
+static void set_elem_size(ndebug_stream_payload_debug_tensor_read_t *pl, uint32_t esz)
+{
+	struct evs_tensor_ext e;
+
+	memcpy(&e, pl->reserved0, sizeof(e));
+	e.elem_size = esz;
+	memcpy(pl->reserved0, &e, sizeof(e));
+}
+
+/* Written by hand past emit_tensor: a size that contradicts a known dtype
+ * makes the payload malformed, whatever the data size says. */
+START_TEST(test_evs_tensor_parse_refuses_an_elem_size_that_contradicts_the_dtype)
+{
+	uint8_t buf[2048];
+	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)buf;
+	uint64_t shape[] = { 2 };
+	struct evs_tensor_info ev;
+
+	payload(pl, "float32", 1, shape, 16, true);
+	set_elem_size(pl, 8);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024 + 16, &ev), -EBADMSG);
+	payload(pl, "int8", 1, shape, 6, true);
+	set_elem_size(pl, 3);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024 + 6, &ev), -EBADMSG);
+	/* 0 is the dtype's own size */
+	payload(pl, "float32", 1, shape, 8, true);
+	set_elem_size(pl, 0);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024 + 8, &ev), 0);
+	ck_assert_uint_eq(ev.elem_size, 4);
+	/* an unknown dtype brings its own */
+	payload(pl, "mytype", 1, shape, 6, true);
+	set_elem_size(pl, 3);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024 + 6, &ev), 0);
+	ck_assert_uint_eq(ev.elem_size, 3);
+}
+END_TEST
+
+START_TEST(test_evs_tensor_parse_takes_an_empty_tensor_of_any_shape)
+{
+	uint8_t buf[2048];
+	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)buf;
+	uint64_t big3[] = { 1ull << 33, 1ull << 33, 0 }, max2[] = { 0, UINT64_MAX };
+	uint64_t full3[] = { 1ull << 33, 1ull << 33, 2 };
+	struct evs_tensor_info ev;
+
+	payload(pl, "float32", 3, big3, 0, true);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024, &ev), 0);
+	ck_assert_uint_eq(ev.numel, 0);
+	ck_assert_uint_eq(ev.shape[1], 1ull << 33);
+	payload(pl, "int8", 2, max2, 0, true);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024, &ev), 0);
+	ck_assert_uint_eq(ev.shape[1], UINT64_MAX);
+	/* not empty: the element count overflows */
+	payload(pl, "int8", 3, full3, 0, true);
+	ck_assert_int_eq(evs_tensor_parse(buf, 1024, &ev), -EBADMSG);
+}
+END_TEST
+
+/* What NumPy 1.24 loads (checked against np.load of such headers): the
+ * element size times the non-zero sizes must fit an int64. */
+START_TEST(test_npy_shape_fits_where_numpy_loads)
+{
+	static const struct {
+		uint32_t esz, ndim;
+		uint64_t shape[3];
+		bool fits;
+	} cases[] = {
+		{ 1, 2, { 0, INT64_MAX }, true },
+		{ 8, 2, { 0, INT64_MAX }, false },
+		{ 1, 2, { 0, 1ull << 62 }, true },
+		{ 4, 2, { 0, 1ull << 62 }, false },
+		{ 4, 3, { 1ull << 33, 1ull << 33, 0 }, false },
+		{ 1, 2, { 0, UINT64_MAX }, false },
+		{ 1, 3, { 0, 1ull << 31, 1ull << 31 }, true },
+		{ 8, 3, { 0, 1ull << 31, 1ull << 31 }, false },
+		{ 1, 3, { 0, 1ull << 31, 1ull << 32 }, false },
+		{ 1, 3, { 0, 1ull << 61, 2 }, true },
+		{ 1, 3, { 0, 1ull << 62, 2 }, false },
+		{ 2, 0, { 0 }, true },
+		{ 4, 2, { 32, 64 }, true },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ck_assert_msg(npy_shape_fits(cases[i].esz, cases[i].ndim, cases[i].shape) == cases[i].fits,
+			      "case %zu: expected %s", i, cases[i].fits ? "fits" : "does not fit");
+}
+END_TEST
+
+/* The index line of (core 0, seq) in dir, or "" (lines are short here). */
+static void index_line_of(const char *dir, uint64_t seq, char *line, size_t len)
+{
+	char path[512];
+	FILE *f;
+	uint64_t v;
+
+	snprintf(path, sizeof(path), "%s/index.jsonl", dir);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	line[0] = '\0';
+	while (fgets(line, (int)len, f))
+		if (!json_get_u64(line, "seq", &v) && v == seq)
+			break;
+	fclose(f);
+}
+
+/*
+ * The writer evs-dump runs, fed by hand: tensors that contradict themselves
+ * are indexed as "bad" with no file and no preview; an empty tensor whose
+ * shape NumPy cannot represent is indexed with its shape, a note and no
+ * file; the others get their .npy.
+ */
+START_TEST(test_dump_writer_keeps_contradictions_and_unloadable_shapes_out_of_npy_files)
+{
+	static char base[] = "/tmp/evs-npytest-XXXXXX";
+	char dir[512], line[2048], path[600];
+	uint8_t buf[2048] = { 0 };
+	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)buf;
+	struct dump_writer w = { .print = false };
+	struct evs_event_header h = { .type = EVS_EVENT_TENSOR_READ };
+	uint64_t two[] = { 2 }, big3[] = { 1ull << 33, 1ull << 33, 0 }, i8max[] = { 0, INT64_MAX };
+	struct stat st;
+
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	snprintf(dir, sizeof(dir), "%s/d", base);
+	ck_assert_int_eq(dump_writer_open(&w, dir, DUMP_NPY), 0);
+	payload(pl, "float32", 1, two, 16, true);
+	set_elem_size(pl, 8);
+	h.data_size = 1024 + 16;
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), 0);
+	payload(pl, "int8", 1, two, 6, true);
+	set_elem_size(pl, 3);
+	h.seq = 1;
+	h.data_size = 1024 + 6;
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), 0);
+	payload(pl, "float32", 3, big3, 0, true);
+	h.seq = 2;
+	h.data_size = 1024;
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), 0);
+	payload(pl, "int8", 2, i8max, 0, true);
+	h.seq = 3;
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), 0);
+	payload(pl, "float32", 1, two, 8, true);
+	h.seq = 4;
+	h.data_size = 1024 + 8;
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), 0);
+	ck_assert_uint_eq(w.bad, 2);
+	ck_assert_uint_eq(w.unfit, 1);
+	ck_assert_int_eq(dump_writer_close(&w), 0);
+
+	for (uint64_t seq = 0; seq < 2; seq++) {
+		index_line_of(dir, seq, line, sizeof(line));
+		ck_assert_msg(strstr(line, "\"kind\":\"bad\"") && strstr(line, "\"file\":null"), "%s", line);
+	}
+	index_line_of(dir, 2, line, sizeof(line));
+	ck_assert_msg(strstr(line, "\"shape\":[8589934592,8589934592,0]") && strstr(line, "\"file\":null") &&
+		      strstr(line, "\"note\":\"empty tensor whose shape NumPy cannot represent"), "%s", line);
+	for (uint64_t seq = 0; seq < 5; seq++) {
+		snprintf(path, sizeof(path), "%s/c0/%012" PRIu64 ".npy", dir, seq);
+		ck_assert_msg((stat(path, &st) == 0) == (seq >= 3), "%s: %s", path,
+			      seq >= 3 ? "missing" : "written");
+	}
+	nftw(base, evs_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+END_TEST
+
 static char *preview_of(const struct evs_tensor_info *ev, char *buf, size_t len)
 {
 	FILE *f = fmemopen(buf, len, "w");
@@ -269,7 +438,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("dump_npy");
-	TCase *tc = tcase_create("npy");
+	TCase *tc = evs_tcase("npy");
 
 	tcase_add_test(tc, test_npy_header_matches_numpy_save_byte_for_byte);
 	tcase_add_test(tc, test_npy_header_scalar_1d_8d_empty_byte_for_byte);
@@ -280,6 +449,10 @@ int main(void)
 	tcase_add_test(tc, test_npy_parse_rejects_malformed_headers);
 	tcase_add_test(tc, test_evs_tensor_parse_uses_the_recorded_ndim);
 	tcase_add_test(tc, test_evs_tensor_parse_rejects_inconsistent_payloads);
+	tcase_add_test(tc, test_evs_tensor_parse_refuses_an_elem_size_that_contradicts_the_dtype);
+	tcase_add_test(tc, test_evs_tensor_parse_takes_an_empty_tensor_of_any_shape);
+	tcase_add_test(tc, test_npy_shape_fits_where_numpy_loads);
+	tcase_add_test(tc, test_dump_writer_keeps_contradictions_and_unloadable_shapes_out_of_npy_files);
 	tcase_add_test(tc, test_preview_prints_like_numpy);
 	tcase_add_test(tc, test_json_put_str_keeps_the_index_valid_utf8);
 	suite_add_tcase(s, tc);

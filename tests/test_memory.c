@@ -428,7 +428,7 @@ END_TEST
 static Suite *memory_suite(void)
 {
 	Suite *s = suite_create("memory");
-	TCase *tc = tcase_create("memory");
+	TCase *tc = evs_tcase("memory");
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_memory_default_holds_64k_tensor_reads);

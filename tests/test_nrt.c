@@ -414,7 +414,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("nrt");
-	TCase *tc = tcase_create("nrt");
+	TCase *tc = evs_tcase("nrt");
 
 	/* a child gone early is an error from write(), not the end of the suite */
 	signal(SIGPIPE, SIG_IGN);

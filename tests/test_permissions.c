@@ -643,7 +643,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("permissions");
-	TCase *tc = tcase_create("permissions");
+	TCase *tc = evs_tcase("permissions");
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_socket_is_0600_in_a_0700_directory);

@@ -681,7 +681,7 @@ END_TEST
 static Suite *readiness_suite(void)
 {
 	Suite *s = suite_create("readiness");
-	TCase *tc = tcase_create("readiness");
+	TCase *tc = evs_tcase("readiness");
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_readiness_new_client_sees_pending_events);

@@ -204,6 +204,8 @@ static void run_stress(int mode)
 	struct evs_stream_stats ss = { .sz = sizeof(ss) };
 	pthread_t pt, ct;
 
+	if (evs_hugepages_off("stress hugepages", huge))
+		return;
 	if (fenced)
 		setenv("EVSTREAM_MEMBARRIER", "off", 1);
 	st.p = evs_producer__new(NULL, 1, &o);
@@ -262,7 +264,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("stress");
-	TCase *tc = tcase_create("stress");
+	TCase *tc = evs_tcase("stress");
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, test_stress_two_threads_exact_accounting, 0, 2 * EVS_MODES);

@@ -617,9 +617,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("untrusted");
-	TCase *tc = tcase_create("consumer");
-	TCase *tf = tcase_create("fake-producer");
-	TCase *tp = tcase_create("producer");
+	TCase *tc = evs_tcase("consumer");
+	TCase *tf = evs_tcase("fake-producer");
+	TCase *tp = evs_tcase("producer");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_consumer_rejects_record_longer_than_published);

@@ -769,7 +769,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("xproc");
-	TCase *tc = tcase_create("xproc");
+	TCase *tc = evs_tcase("xproc");
 
 	/* a child gone early is an error from write(), not the end of the suite */
 	signal(SIGPIPE, SIG_IGN);

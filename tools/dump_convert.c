@@ -111,6 +111,9 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary)
 	if (summary)
 		fprintf(stderr, "evs-dump: converted %d raw files: %" PRIu64 " events, %" PRIu64
 			" tensor bytes into %s\n", files, w.events, w.bytes, outdir);
+	if (summary && w.unfit)
+		fprintf(stderr, "evs-dump: %" PRIu64 " empty tensors have shapes NumPy cannot represent: "
+			"indexed with their shape, no .npy written\n", w.unfit);
 	if (w.failed) {
 		fprintf(stderr, "evs-dump: %" PRIu64 " events could not be written (%s)\n", w.failed,
 			strerror(w.first_errno));

@@ -19,19 +19,17 @@
 /* Disk space kept allocated ahead of the index (beyond its end, so readers
  * do not see it): when the disk fills, tensors fail but the index, which
  * says what failed, goes on. Checked every RESERVE_EVERY events. */
-#define INDEX_RESERVE (4ll << 20)
+#define INDEX_RESERVE (4ull << 20)
 #define RESERVE_EVERY 256
 
 /* Keeps disk space allocated ahead of the index (called every few events). */
 static void index_reserve(struct dump_writer *w)
 {
-	long pos = w->index ? ftell(w->index) : -1;
-
-	if (pos < 0 || w->index_reserved - pos >= INDEX_RESERVE / 2)
+	if (w->index_fd < 0 || w->index_reserved - w->index_size >= INDEX_RESERVE / 2)
 		return;
 	/* EOPNOTSUPP or a full disk: carry on without */
-	if (fallocate(fileno(w->index), FALLOC_FL_KEEP_SIZE, pos, INDEX_RESERVE) == 0)
-		w->index_reserved = pos + INDEX_RESERVE;
+	if (fallocate(w->index_fd, FALLOC_FL_KEEP_SIZE, (off_t)w->index_size, (off_t)INDEX_RESERVE) == 0)
+		w->index_reserved = w->index_size + INDEX_RESERVE;
 }
 
 static int mkdir_p(const char *dir)
@@ -61,6 +59,7 @@ int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode
 
 	w->mode = mode;
 	w->dirfd = -1;
+	w->index_fd = -1;
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	err = mkdir_p(dir);
 	if (err < 0) {
@@ -87,24 +86,27 @@ int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode
 				strerror(errno));
 		return err;
 	}
-	w->index = fdopen(fd, "w");
-	if (!w->index) {
-		close(fd);
+	w->index_fd = fd;
+	w->line = fmemopen(w->line_buf, sizeof(w->line_buf), "w");
+	if (!w->line)
 		return -ENOMEM;
-	}
-	setvbuf(w->index, NULL, _IOFBF, 1 << 20);
 	index_reserve(w);
 	return 0;
 }
 
-/* Give back the space reserved past the end of the index. */
+/* Give back the space reserved past the end of the index: tmpfs and XFS
+ * free it for a hole punched past the end, ext4 ignores such a hole but
+ * frees blocks past the end on a truncate to the same size. */
 static void index_unreserve(struct dump_writer *w)
 {
-	long pos = ftell(w->index);
-
-	if (pos >= 0 && w->index_reserved > pos)
-		fallocate(fileno(w->index), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, pos,
-			  w->index_reserved - pos);
+	if (w->index_reserved > w->index_size) {
+		/* EOPNOTSUPP: then the truncate does it, or nothing was held */
+		fallocate(w->index_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)w->index_size,
+			  (off_t)(w->index_reserved - w->index_size));
+		if (ftruncate(w->index_fd, (off_t)w->index_size))
+			fprintf(stderr, "evs-dump: cannot give back the space reserved for %s/" INDEX_NAME
+				": %s\n", w->dir, strerror(errno));
+	}
 	w->index_reserved = 0;
 }
 
@@ -272,18 +274,31 @@ static int write_raw(struct dump_core *c, const struct evs_event_header *h, cons
 	return 0;
 }
 
-static void index_line(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
-		       uint64_t gap, const struct evs_tensor_info *ev, const char *descr, const char *file,
-		       uint64_t raw_off, int werr)
+/* Builds the index line of an event in w->line_buf; its length, or -EOVERFLOW
+ * (not seen: the buffer holds the longest line). */
+static int index_line(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
+		      uint64_t gap, const struct evs_tensor_info *ev, const char *descr, const char *file,
+		      uint64_t raw_off, int werr, const char *note)
 {
-	FILE *f = w->index;
+	FILE *f = w->line;
+	long len;
 
+	rewind(f);
 	fprintf(f, "{\"seq\":%" PRIu64 ",\"core\":%u,\"ts_ns\":%" PRIu64 ",\"gap\":%" PRIu64,
 		h->seq, core, h->timestamp_ns, gap);
 	if (!ev) {
-		fprintf(f, ",\"kind\":\"bad\",\"type\":%u,\"size\":%" PRIu64 ",\"file\":null}\n",
+		fprintf(f, ",\"kind\":\"bad\",\"type\":%u,\"size\":%" PRIu64 ",\"file\":",
 			h->type, h->data_size);
-		return;
+		if (file)
+			json_put_str(f, file);
+		else
+			fputs("null", f);
+		if (file)
+			fprintf(f, ",\"offset\":%" PRIu64, raw_off);
+		if (werr)
+			fprintf(f, ",\"error\":\"%s\"", strerror(-werr));
+		fputs("}\n", f);
+		goto out;
 	}
 	fprintf(f, ",\"kind\":\"%s\",\"pipe\":%u", ev->is_print ? "print" : "tensor", ev->pipe);
 	if (ev->is_print) {
@@ -307,10 +322,60 @@ static void index_line(struct dump_writer *w, unsigned int core, const struct ev
 		fprintf(f, ",\"offset\":%" PRIu64, raw_off);
 	if (werr)
 		fprintf(f, ",\"error\":\"%s\"", strerror(-werr));
+	if (note)
+		fprintf(f, ",\"note\":\"%s\"", note);
 	fprintf(f, ",\"prefix\":");
 	json_put_str(f, ev->prefix);
 	fputs("}\n", f);
+out:
+	fflush(f);
+	len = ftell(f);
+	if (len <= 0 || (size_t)len >= sizeof(w->line_buf) - 1)
+		return -EOVERFLOW;
+	return (int)len;
 }
+
+/* A line of the index could not be written: the dump stops there, since
+ * what it writes next would be unaccounted for. Said once, kept in
+ * index_errno for the summary and the exit status. */
+static int index_failed(struct dump_writer *w, int err)
+{
+	w->unindexed++;
+	if (!w->index_errno) {
+		w->index_errno = err;
+		if (w->clear_status)
+			w->clear_status(w->ctx);
+		fprintf(stderr, "evs-dump: cannot write %s/" INDEX_NAME ": %s; the dump stops at the "
+			"first event it could not index\n", w->dir, strerror(err));
+	}
+	return -err;
+}
+
+/*
+ * One whole line with one write(): a reader (or a dumper killed at any
+ * point) sees whole lines, and at worst a torn last one. A line the disk
+ * cut short is taken back, so that the index ends on a whole line.
+ */
+static int index_put(struct dump_writer *w, int len)
+{
+	ssize_t n;
+
+	if (len < 0)
+		return index_failed(w, -len);
+	do
+		n = write(w->index_fd, w->line_buf, (size_t)len);
+	while (n < 0 && errno == EINTR);
+	if (n == len) {
+		w->index_size += (uint64_t)len;
+		return 0;
+	}
+	if (n > 0 && ftruncate(w->index_fd, (off_t)w->index_size) == 0)
+		lseek(w->index_fd, (off_t)w->index_size, SEEK_SET);
+	/* a short write: the disk filled within the line */
+	return index_failed(w, n < 0 ? errno : ENOSPC);
+}
+
+#define NOTE_UNFIT "empty tensor whose shape NumPy cannot represent: no .npy"
 
 int dump_writer_record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
 		       const void *payload)
@@ -318,12 +383,15 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	struct dump_core *c = core_slot(w, core);
 	struct evs_tensor_info ev;
 	char dbuf[NPY_DESCR_MAX];
-	const char *fname = NULL, *descr = NULL;
+	const char *fname = NULL, *descr = NULL, *note = NULL;
 	uint64_t gap, raw_off = 0;
+	bool bad;
 	int err = 0;
 
 	if (!c)
 		return -errno;
+	if (w->index_errno)
+		return -w->index_errno;
 	if (!c->used && (err = dump_writer_add_core(w, core)))
 		return err;
 	/* seq counts every emit, dropped ones too: a jump is what was lost */
@@ -334,11 +402,21 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 	if (++w->events % RESERVE_EVERY == 0)
 		index_reserve(w);
 
-	if (h->type != EVS_EVENT_TENSOR_READ || evs_tensor_parse(payload, h->data_size, &ev)) {
+	bad = h->type != EVS_EVENT_TENSOR_READ || evs_tensor_parse(payload, h->data_size, &ev);
+	if (bad) {
+		/* its fields contradict each other: neither printed nor made a
+		 * .npy; a raw dump keeps its record, as it keeps every one */
 		c->bad++;
 		w->bad++;
-		index_line(w, core, h, gap, NULL, NULL, NULL, 0, 0);
-		return 0;
+		if (w->mode == DUMP_RAW) {
+			err = write_raw(c, h, payload, &raw_off);
+			if (err)
+				count_failure(w, c, c->file, err);
+			else
+				fname = c->file;
+		}
+		err = index_put(w, index_line(w, core, h, gap, NULL, NULL, fname, raw_off, err, NULL));
+		goto indexed;
 	}
 	if (!ev.is_print) {
 		/* cannot fail: a parsed tensor has an element size */
@@ -350,64 +428,63 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 			w->clear_status(w->ctx);
 		preview_print(ev.pipe == 2 ? stderr : stdout, &ev);
 	}
-	if (w->mode == DUMP_NPY && !ev.is_print)
+	if (w->mode == DUMP_NPY && !ev.is_print && !npy_shape_fits(ev.elem_size, ev.ndim, ev.shape)) {
+		/* a file NumPy cannot load would help no one: the line says it all */
+		note = NOTE_UNFIT;
+		c->unfit++;
+		w->unfit++;
+	} else if (w->mode == DUMP_NPY && !ev.is_print) {
 		err = write_npy(c, h->seq, &ev, descr);
-	else if (w->mode == DUMP_RAW)
+	} else if (w->mode == DUMP_RAW) {
 		err = write_raw(c, h, payload, &raw_off);
-	else
-		goto index; /* nothing to write */
-	if (err) {
+	}
+	if (err)
 		count_failure(w, c, c->file, err);
-	} else {
+	else if ((w->mode == DUMP_NPY && !ev.is_print && !note) || w->mode == DUMP_RAW)
 		fname = c->file;
-		if (!ev.is_print) {
-			c->tensors++;
-			c->bytes += ev.bytes;
-			w->bytes += ev.bytes;
-		}
-	}
-index:
-	index_line(w, core, h, gap, &ev, descr, fname, raw_off, err);
-	return 0;
-}
 
-/* The index lost lines (stdio drops what a failed write held): said once,
- * and kept in index_errno for the exit status. */
-static int index_failed(struct dump_writer *w, int err)
-{
-	if (!w->index_errno) {
-		w->index_errno = err;
-		if (w->clear_status)
-			w->clear_status(w->ctx);
-		fprintf(stderr, "evs-dump: cannot write %s/" INDEX_NAME ": %s (lines of the index are lost)\n",
-			w->dir, strerror(err));
+	err = index_put(w, index_line(w, core, h, gap, &ev, descr, fname, raw_off, err, note));
+indexed:
+	if (err) {
+		/* no file without its line */
+		if (fname && w->mode == DUMP_NPY) {
+			unlinkat(c->dirfd, c->file + c->file_dir_len, 0);
+		} else if (fname && w->mode == DUMP_RAW && ftruncate(c->rawfd, (off_t)raw_off) == 0) {
+			lseek(c->rawfd, (off_t)raw_off, SEEK_SET);
+			c->raw_off = raw_off;
+		}
+		return err;
 	}
-	return -w->index_errno;
+	if (fname && !bad && !ev.is_print) {
+		c->tensors++;
+		c->bytes += ev.bytes;
+		w->bytes += ev.bytes;
+	}
+	return 0;
 }
 
 int dump_writer_flush(struct dump_writer *w)
 {
-	if (!w->index)
-		return 0;
-	errno = 0;
-	/* the error flag stays set: every later flush reports it too */
-	if (fflush(w->index) || ferror(w->index))
-		return index_failed(w, errno ? errno : EIO);
-	return 0;
+	return -w->index_errno;
 }
 
 int dump_writer_close_index(struct dump_writer *w)
 {
-	int err;
+	int err = 0;
 
-	if (!w->index)
+	if (w->index_fd < 0)
 		return 0;
-	err = dump_writer_flush(w);
 	index_unreserve(w);
-	if (fclose(w->index) && !err)
-		err = index_failed(w, errno);
-	w->index = NULL;
-	return err;
+	if (close(w->index_fd) < 0 && !w->index_errno) {
+		err = -errno;
+		w->index_errno = errno;
+		fprintf(stderr, "evs-dump: cannot write %s/" INDEX_NAME ": %s\n", w->dir, strerror(errno));
+	}
+	w->index_fd = -1;
+	if (w->line)
+		fclose(w->line);
+	w->line = NULL;
+	return err ? err : -w->index_errno;
 }
 
 /* Nothing was dumped (setup failed): take back what open and add_core
@@ -416,9 +493,8 @@ void dump_writer_abort(struct dump_writer *w)
 {
 	char name[64];
 
-	if (w->index) {
-		fclose(w->index);
-		w->index = NULL;
+	if (w->index_fd >= 0) {
+		dump_writer_close_index(w);
 		unlinkat(w->dirfd, INDEX_NAME, 0);
 	}
 	for (unsigned int i = 0; i < w->ncores; i++) {

@@ -51,6 +51,7 @@ struct dump_core {
 	uint64_t gaps;         /* events lost, from sequence gaps */
 	uint64_t failed;       /* events that could not be written */
 	uint64_t bad;          /* malformed payloads */
+	uint64_t unfit;        /* empty tensors NumPy cannot represent: no .npy */
 };
 
 struct dump_writer {
@@ -58,18 +59,22 @@ struct dump_writer {
 	bool print;            /* prefixes (+ preview) to stdout (pipe 1) / stderr (2) */
 	int dirfd;
 	char dir[4096];
-	FILE *index;
+	int index_fd;          /* -1 when closed */
+	FILE *line;            /* the index line being built (a memory stream) */
+	char line_buf[8192];   /* holds the longest line: 511 prefix bytes escaped, 8 sizes */
 	/* clears a live status line before anything is printed: stdout and
 	 * stderr share the terminal */
 	void (*clear_status)(void *ctx);
 	void *ctx;
 	unsigned int ncores;   /* slots in cores[] */
 	struct dump_core *cores;
-	uint64_t events, bytes, failed, bad;
+	uint64_t events, bytes, failed, bad, unfit;
 	int first_errno;       /* of the first failed write */
-	int index_errno;       /* the index could not be written: it lacks lines */
+	int index_errno;       /* a line of the index could not be written: the dump stops */
+	uint64_t unindexed;    /* events read whose line is not in the index */
 	bool created_dir;      /* open made the output directory */
-	long index_reserved;   /* the index's disk space is allocated up to here */
+	uint64_t index_size;   /* bytes of whole lines in the index */
+	uint64_t index_reserved; /* its disk space is allocated up to here */
 	bool reported;         /* the first failure was reported */
 };
 
@@ -84,16 +89,18 @@ int dump_writer_add_core(struct dump_writer *w, unsigned int core);
 /*
  * One record of a core: parse, print, write, index. The payload is written
  * from where it is (the ring) with one writev. 0 even when the write failed
- * (it is counted in failed and reported once); -errno only for failures
- * that make going on pointless.
+ * (it is counted in failed and reported once); -errno for failures that
+ * make going on pointless: above all an index line that could not be
+ * written (said once, kept in index_errno; the event's file is taken back,
+ * so that no file lacks its line).
  */
 int dump_writer_record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
 		       const void *payload);
 
-/* Flushes the index; -errno if something in it could not be written (the
- * first failure is printed and kept in index_errno; it stays failed). */
+/* Each line is written as it comes: nothing to flush. 0, or -index_errno
+ * once a line could not be written (kept for callers that flush on a tick). */
 int dump_writer_flush(struct dump_writer *w);
-/* Flushes and closes the index, giving back the reserve; then close. */
+/* Closes the index, giving back the disk space reserved past its end. */
 int dump_writer_close_index(struct dump_writer *w);
 int dump_writer_close(struct dump_writer *w);
 /* Setup failed before any event: remove what open and add_core created. */

@@ -31,7 +31,7 @@
 #include "evstream/evstream.h"
 
 #define BATCH 256            /* records per stream per turn */
-#define TICK_NS 500000000ll  /* status line and index flush */
+#define TICK_NS 500000000ll  /* status line */
 #define MAX_CORES DUMP_MAX_CORES
 
 enum { TOK_SIGNAL = 1, TOK_TICK, TOK_DEADLINE, TOK_STREAM = 16 };
@@ -147,10 +147,11 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 	if (json) {
 		fprintf(f, "{\"producer\":\"%s\",\"seconds\":%.3f,\"events\":%" PRIu64
 			",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64
-			",\"index_error\":%s%s%s,\"cores\":[",
-			d->name, secs, d->w.events, d->w.bytes, d->w.failed, d->w.bad,
+			",\"unrepresentable\":%" PRIu64 ",\"index_error\":%s%s%s,\"unindexed\":%" PRIu64
+			",\"cores\":[",
+			d->name, secs, d->w.events, d->w.bytes, d->w.failed, d->w.bad, d->w.unfit,
 			d->w.index_errno ? "\"" : "", d->w.index_errno ? strerror(d->w.index_errno) : "null",
-			d->w.index_errno ? "\"" : "");
+			d->w.index_errno ? "\"" : "", d->w.unindexed);
 	} else {
 		fprintf(f, "evs-dump: %" PRIu64 " events, %.1f MB in %.2f s (%.0f ev/s, %.1f MB/s) to %s\n"
 			"  core    events   tensors        bytes    gaps",
@@ -174,8 +175,8 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 				i ? "," : "", s->core, c->events, c->tensors, c->bytes, c->gaps, st.produced);
 			for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
 				fprintf(f, ",\"%s\":%" PRIu64, evs_drop_cause_name(k), st.dropped_events[k]);
-			fprintf(f, ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"producer_died\":%s}",
-				c->failed, c->bad, s->died ? "true" : "false");
+			fprintf(f, ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"unrepresentable\":%" PRIu64
+				",\"producer_died\":%s}", c->failed, c->bad, c->unfit, s->died ? "true" : "false");
 		} else {
 			fprintf(f, "  %4u %9" PRIu64 " %9" PRIu64 " %12" PRIu64 " %7" PRIu64,
 				s->core, c->events, c->tensors, c->bytes, c->gaps);
@@ -190,10 +191,15 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 		fprintf(f, "]}\n");
 }
 
-/* summary.json in the output directory; 0, or -errno after saying why. */
+/*
+ * summary.json in the output directory, whole or not at all: written under
+ * a temporary name, synced, then renamed over. 0, or -errno after saying
+ * why (and removing the temporary).
+ */
 static int save_summary(struct dumper *d)
 {
-	int fd = openat(d->w.dirfd, "summary.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	static const char tmp[] = ".summary.json.tmp";
+	int fd = openat(d->w.dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	int err = 0;
 
@@ -206,11 +212,19 @@ static int save_summary(struct dumper *d)
 		errno = 0;
 		if (fflush(f) || ferror(f))
 			err = errno ? errno : EIO;
+		/* the data reaches the disk before the name does */
+		if (!err && fsync(fileno(f)))
+			err = errno;
 		if (fclose(f) && !err)
 			err = errno;
+		if (!err && renameat(d->w.dirfd, tmp, d->w.dirfd, "summary.json"))
+			err = errno;
 	}
-	if (err)
-		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s\n", d->w.dir, strerror(err));
+	if (err) {
+		unlinkat(d->w.dirfd, tmp, 0);
+		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s (none was left)\n", d->w.dir,
+			strerror(err));
+	}
 	return -err;
 }
 
@@ -291,7 +305,8 @@ static bool stream_drain(struct dumper *d, struct stream *s)
 			budget -= (size_t)n;
 			if (d->draining)
 				s->drain_left -= (uint64_t)n;
-			if (t.err)
+			/* an index failure was said where it happened */
+			if (t.err && !d->w.index_errno)
 				fprintf(stderr, "evs-dump: core %u: %s\n", s->core, strerror(-t.err));
 			if (t.err || limit_reached(d)) {
 				d->stop_now = true;
@@ -376,7 +391,8 @@ static int run(struct dumper *d)
 		for (unsigned int i = 0; i < d->n && !d->stop_now; i++)
 			if (!d->s[i].done && d->s[i].runnable)
 				busy |= stream_drain(d, &d->s[i]);
-		if (d->stop_now || (d->draining && drained(d)))
+		/* every stream may have ended in this turn: no need to wait */
+		if (!d->live || d->stop_now || (d->draining && drained(d)))
 			break;
 		n = epoll_wait(d->ep, evs, 64, busy ? 0 : -1);
 		if (n < 0 && errno != EINTR)
@@ -388,7 +404,6 @@ static int run(struct dumper *d)
 				handle_signal(d);
 			} else if (tok == TOK_TICK) {
 				timer_ack(d->tick_fd);
-				dump_writer_flush(&d->w);
 				if (d->progress)
 					status_line(d);
 			} else if (tok == TOK_DEADLINE) {
@@ -421,6 +436,9 @@ static int parse_cores(const char *arg, unsigned char *set)
 {
 	const char *s = arg;
 
+	/* an empty list would be a dump of nothing that looks like success */
+	if (!*s)
+		goto bad;
 	while (*s) {
 		const char *num = s;
 		char *end;
@@ -483,6 +501,13 @@ static int add_stream(struct dumper *d, unsigned int core, struct evs_consumer *
 	return dump_writer_add_core(&d->w, core);
 }
 
+/* The producer is no longer there to connect to: it exited (its socket
+ * is gone), died (nobody listens), or hung up during the handshake. */
+static bool producer_gone(int err)
+{
+	return err == ENOENT || err == ECONNREFUSED || err == ECONNRESET || err == EPIPE;
+}
+
 static int connect_all(struct dumper *d, const unsigned char *set, bool all, double wait_s)
 {
 	for (unsigned int core = 0; core < MAX_CORES; core++) {
@@ -498,6 +523,14 @@ static int connect_all(struct dumper *d, const unsigned char *set, bool all, dou
 			err = errno;
 			if (all && err == EINVAL && d->n)
 				break; /* past the producer's last core */
+			if (d->n && producer_gone(err)) {
+				/* what it committed on the cores already connected
+				 * is in their rings: dump it */
+				fprintf(stderr, "evs-dump: producer '%s' ended while its cores were being "
+					"connected (core %u: %s); dumping the %u connected\n", d->name, core,
+					*evs_errmsg() ? evs_errmsg() : strerror(err), d->n);
+				break;
+			}
 			if (err == EINTR) {
 				struct signalfd_siginfo si = { 0 };
 
@@ -750,10 +783,14 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 	if (d.w.index_errno) {
-		fprintf(stderr, "evs-dump: %s/index.jsonl is incomplete (%s): it lacks lines of events "
-			"that were read\n", d.w.dir, strerror(d.w.index_errno));
+		fprintf(stderr, "evs-dump: %s/index.jsonl is incomplete (%s): the dump stopped at the "
+			"first event it could not index (%" PRIu64 " read and not indexed; its file, if "
+			"any, was removed)\n", d.w.dir, strerror(d.w.index_errno), d.w.unindexed);
 		rc = 1;
 	}
+	if (d.w.unfit)
+		fprintf(stderr, "evs-dump: %" PRIu64 " empty tensors have shapes NumPy cannot represent: "
+			"indexed with their shape, no .npy written\n", d.w.unfit);
 	for (unsigned int i = 0; i < d.n; i++)
 		if (d.s[i].broken)
 			rc = 1;

@@ -39,6 +39,9 @@ static bool drop_batch_pending(const struct evs_stream *s)
 __attribute__((noinline, cold)) static void drop_report(struct evs_stream *s)
 {
 	int cause = s->burst_cause;
+	/* without probes (EVS_NO_PROBES, no <sys/sdt.h>) there is no report,
+	 * only the bookkeeping below */
+#ifdef EVS_HAVE_PROBES
 	uint64_t events = s->dropped_events[cause] - s->batch_events0;
 
 	if (EVS_PROBE_ENABLED(drop)) {
@@ -51,6 +54,7 @@ __attribute__((noinline, cold)) static void drop_report(struct evs_stream *s)
 		EVS_PROBE6(drop, s->core, events, s->dropped_bytes[cause] - s->batch_bytes0, cause,
 			   total, (int)(events == s->burst_events));
 	}
+#endif
 	s->batch_events0 = s->dropped_events[cause];
 	s->batch_bytes0 = s->dropped_bytes[cause];
 }

@@ -382,6 +382,49 @@ static void drain_and_check(double secs, uint64_t t_run_ns, unsigned long seed)
 	       B->errors ? "BROKEN" : "exact", (unsigned long long)B->errors);
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: evs-soak [--streams N] [--seconds S] [--seed S] [--ring BYTES]\n"
+"Runs N streams at full rate while their consumers are stalled, stopped,\n"
+"killed and reconnected at random, and checks the accounting exactly.\n"
+"  -n, --streams N   streams, 1 to %d (default 8)\n"
+"  -t, --seconds S   seconds of the run, 0.01 to 86400 (default 60)\n"
+"  -s, --seed S      seed of the random schedule (default: the clock)\n"
+"  -r, --ring BYTES  ring size per stream, K, M, G suffixes (default 1M)\n"
+"Exit status: 0 when every check held, 1 when one failed, 2 bad usage.\n", MAX_STREAMS);
+}
+
+/*
+ * The producer the run will make, made once and freed before the run: a
+ * ring size the library refuses (beyond its bound, which depends on the
+ * machine's memory) fails before anything else, with the library's
+ * reason. In a child of its own, so that the supervisor, which forks the
+ * consumers, never held a producer (nor its threads and locks).
+ */
+static int check_ring(const char *arg)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = ring_bytes, .max_events = max_events,
+		 .no_timestamps = 1);
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct evs_producer *p = evs_producer__new(NULL, nstreams, &o);
+
+		if (!p) {
+			fprintf(stderr, "evs-soak: --ring '%s' with %u streams: %s\n", arg, nstreams,
+				evs_errmsg());
+			_exit(2);
+		}
+		evs_producer__free(p);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EINVAL;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -389,9 +432,11 @@ int main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 't' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "ring", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct slot slots[MAX_STREAMS] = { { 0 } };
+	const char *ring_arg = "1M";
 	double secs = 60;
 	unsigned long seed = (unsigned long)cli_now_ns();
 	unsigned int rs;
@@ -400,7 +445,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int opt, status;
 
-	while ((opt = getopt_long(argc, argv, "n:t:s:r:", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:t:s:r:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			if (cli_parse_u64("--streams", optarg, 1, MAX_STREAMS, 0, &v))
@@ -419,15 +464,26 @@ int main(int argc, char **argv)
 			seed = (unsigned long)v;
 			break;
 		case 'r':
-			if (cli_parse_u64("--ring", optarg, 0, UINT64_MAX, CLI_SIZE, &ring_bytes))
+			/* a page at least: the library's smallest ring */
+			if (cli_parse_u64("--ring", optarg, 4096, UINT64_MAX, CLI_SIZE, &ring_bytes))
 				return 2;
+			ring_arg = optarg;
 			break;
+		case 'h':
+			usage(stdout);
+			return 0;
 		default:
-			fprintf(stderr, "usage: %s [--streams N] [--seconds S] [--seed S] [--ring BYTES]\n",
-				argv[0]);
+			usage(stderr);
 			return 2;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "evs-soak: unexpected argument '%s': it takes options only\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (check_ring(ring_arg))
+		return 2;
 	rs = (unsigned int)seed;
 	snprintf(name, sizeof(name), "soak-%d", (int)getpid());
 	B = mmap(NULL, sizeof(*B), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -458,6 +514,12 @@ int main(int argc, char **argv)
 		_exit(producer_main());
 	while (!atomic_load(&B->producer_ready) && !B->errors)
 		usleep(1000);
+	if (!atomic_load(&B->producer_ready)) {
+		/* no run without its producer */
+		waitpid(prod, &status, 0);
+		printf("soak: FAILED: %s\n", B->first_error);
+		return 1;
+	}
 	printf("soak: %u streams at full rate for %.0f s, ring %llu bytes, seed %lu, producer pid %d\n",
 	       nstreams, secs, (unsigned long long)ring_bytes, seed, (int)prod);
 	fflush(stdout);

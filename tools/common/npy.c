@@ -42,6 +42,19 @@ int npy_descr(const char *dtype, uint32_t elem_size, char descr[NPY_DESCR_MAX])
 	return 0;
 }
 
+bool npy_shape_fits(uint32_t elem_size, uint32_t ndim, const uint64_t *shape)
+{
+	uint64_t bytes = elem_size;
+
+	for (uint32_t i = 0; i < ndim; i++) {
+		if (shape[i] == 0)
+			continue; /* NumPy skips them too: its product stays the element size */
+		if (__builtin_mul_overflow(bytes, shape[i], &bytes) || bytes > INT64_MAX)
+			return false;
+	}
+	return true;
+}
+
 int npy_header(char *buf, size_t len, const char *descr, uint32_t ndim, const uint64_t *shape)
 {
 	char dict[NPY_HEADER_MAX];

@@ -7,6 +7,7 @@
 #ifndef EVS_TOOLS_NPY_H
 #define EVS_TOOLS_NPY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,16 @@ const struct npy_dtype *npy_dtype_find(const char *dtype);
  * Returns 0, or -EINVAL when neither is known.
  */
 int npy_descr(const char *dtype, uint32_t elem_size, char descr[NPY_DESCR_MAX]);
+
+/*
+ * Whether NumPy (1.24) can hold an array of this shape: it multiplies the
+ * element size by every non-zero size, checking for overflow of its intp
+ * (int64). evstream takes an empty tensor (a 0 among its sizes) of any
+ * shape, so an empty tensor may have no NumPy array: {0, 2^64-1} (a size
+ * beyond intp), {2^33, 2^33, 0}, or float32 {0, 2^62}. Non-empty tensors
+ * always fit (their bytes are in memory).
+ */
+bool npy_shape_fits(uint32_t elem_size, uint32_t ndim, const uint64_t *shape);
 
 /* Writes the complete header (preamble + dict) into buf, returns its length
  * (a multiple of 64), or -ENOSPC if len is too small. */

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dump-peer: producers the end-to-end tests of evs-dump need and evs-demo
+ * is not, each a mode:
+ *
+ *   dump-peer NAME contradict
+ *       one core; once a consumer is there, payloads that contradict
+ *       themselves, written by hand past emit_tensor (which refuses them):
+ *       float32 with elem_size 8, int8 with elem_size 3; then empty tensors
+ *       of extreme shapes through emit_tensor, some of which NumPy cannot
+ *       represent; then a good tensor. Exits, closing its stream, once
+ *       the consumer has taken them all.
+ *   dump-peer NAME first-connect N
+ *       two cores; as soon as core 0 has a consumer, N events on core 0,
+ *       then exits at once: a dumper still connecting core 1 finds no
+ *       producer there.
+ *
+ * Exit status 0 when every emit went as planned, 1 otherwise, 2 on bad use.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "evstream/evstream.h"
+#include "evstream/tensor.h"
+#include "nrt/ndebug_stream.h"
+
+typedef ndebug_stream_payload_debug_tensor_read_t payload_t;
+
+/* A tensor payload as emit_tensor lays it out, but with the element size
+ * (in the evstream extension) and data size given, whatever the dtype. */
+static int emit_by_hand(struct evs_producer *p, const char *prefix, const char *dtype,
+			uint32_t elem_size, uint64_t n, const void *data, uint64_t bytes)
+{
+	struct evs_tensor_ext ext = { .magic = EVS_TENSOR_EXT_MAGIC, .ndim = 1, .elem_size = elem_size };
+	payload_t *pl = evs_producer__reserve(p, 0, EVS_EVENT_TENSOR_READ, sizeof(*pl) + bytes);
+
+	if (!pl)
+		return -errno;
+	memset(pl, 0, sizeof(*pl));
+	snprintf(pl->prefix, sizeof(pl->prefix), "%s", prefix);
+	snprintf(pl->tensor_dtype, sizeof(pl->tensor_dtype), "%s", dtype);
+	pl->pipe = 1;
+	pl->tensor_shape[0] = n;
+	pl->tensor_data_size = bytes;
+	memcpy(pl->reserved0, &ext, sizeof(ext));
+	memcpy(pl->tensor_data, data, bytes);
+	return evs_producer__commit(p, 0);
+}
+
+static int emit_empty(struct evs_producer *p, const char *prefix, const char *dtype, uint32_t ndim,
+		      const uint64_t *shape)
+{
+	struct evs_tensor t = { .prefix = prefix, .pipe = 1, .dtype = dtype, .ndim = ndim,
+				.shape = shape };
+
+	return evs_producer__emit_tensor(p, 0, &t);
+}
+
+static int contradict(struct evs_producer *p)
+{
+	static const double two[2] = { 1.5, -2.25 };
+	static const char six[6] = "abcdef";
+	static const float good[4] = { 1, 2, 3, 4 };
+	const uint64_t s_i8[2] = { 0, INT64_MAX }, s_big3[3] = { 1ull << 33, 1ull << 33, 0 };
+	const uint64_t s_u64[2] = { 0, UINT64_MAX }, s_31[3] = { 0, 1u << 31, 1u << 31 };
+	const uint64_t s_good[2] = { 2, 2 };
+	struct evs_tensor t = { .prefix = "good =", .pipe = 1, .dtype = "float32", .ndim = 2,
+				.shape = s_good, .data = good };
+	int err = 0;
+
+	/* two float64 values that would read as four wrong float32 ones */
+	err |= emit_by_hand(p, "f32 as 8 bytes =", "float32", 8, 2, two, sizeof(two));
+	/* 3-byte int8 elements: a preview would read past what it copied */
+	err |= emit_by_hand(p, "i8 as 3 bytes =", "int8", 3, 2, six, sizeof(six));
+	/* empty, each of any shape: loadable by NumPy, or not (no .npy) */
+	err |= emit_empty(p, "i8 (0, 2^63-1) =", "int8", 2, s_i8);
+	err |= emit_empty(p, "f32 (0, 2^63-1) =", "float32", 2, s_i8);
+	err |= emit_empty(p, "f32 (2^33, 2^33, 0) =", "float32", 3, s_big3);
+	err |= emit_empty(p, "i8 (0, 2^64-1) =", "int8", 2, s_u64);
+	err |= emit_empty(p, "u8 (0, 2^31, 2^31) =", "uint8", 3, s_31);
+	err |= evs_producer__emit_tensor(p, 0, &t);
+	return err ? 1 : 0;
+}
+
+static int first_connect(struct evs_producer *p, uint64_t n)
+{
+	struct evs_tensor t = { .prefix = "step", .pipe = 1 }; /* a device print */
+
+	for (uint64_t v = 0; v < n; v++)
+		if (evs_producer__emit_tensor(p, 0, &t))
+			return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = argc > 2 ? argv[1] : NULL, *mode = argc > 2 ? argv[2] : "";
+	unsigned int ncores = strcmp(mode, "first-connect") ? 1 : 2;
+	struct evs_producer *p;
+	uint64_t n = 0, deadline;
+	int rc;
+
+	if (!strcmp(mode, "first-connect") && argc == 4) {
+		if (cli_parse_u64("N", argv[3], 1, 1000000, 0, &n))
+			return 2;
+	} else if (strcmp(mode, "contradict") || argc != 3) {
+		fprintf(stderr, "usage: dump-peer NAME contradict | dump-peer NAME first-connect N\n");
+		return 2;
+	}
+	p = evs_producer__new(name, ncores, NULL);
+	if (!p) {
+		fprintf(stderr, "dump-peer: %s\n", evs_errmsg());
+		return 1;
+	}
+	/* core 0's consumer, looked for without sleeping: first-connect exits
+	 * while the dumper is still busy with it */
+	deadline = cli_now_ns() + 10 * 1000000000ull;
+	for (;;) {
+		struct evs_stream_stats st = { .sz = sizeof(st) };
+
+		if (!evs_producer__stats(p, 0, &st) && st.connected)
+			break;
+		if (cli_now_ns() > deadline) {
+			fprintf(stderr, "dump-peer: no consumer on core 0 within 10 s\n");
+			evs_producer__free(p);
+			return 1;
+		}
+		if (ncores == 1)
+			usleep(1000);
+	}
+	rc = n ? first_connect(p, n) : contradict(p);
+	/* contradict: the dumper takes its records only once it has
+	 * connected every core, so it is past discovery when they are gone */
+	while (!n && cli_now_ns() < deadline) {
+		struct evs_stream_stats st = { .sz = sizeof(st) };
+
+		if (evs_producer__stats(p, 0, &st) || st.released == st.committed)
+			break;
+		usleep(1000);
+	}
+	evs_producer__free(p);
+	return rc;
+}

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# The builds the fallbacks promise, so that none can break unseen. Each is
+# built in its own directory (build-variants/NAME; the normal build in
+# build/ is untouched) and runs a quick subset of the suites:
+#
+#   noprobes  CFLAGS+=-DEVS_NO_PROBES: the probes vanish (no USDT note in
+#             the library); the unit suites that emit and drop
+#   nosdt     no <sys/sdt.h> anywhere on the include path (a copy of the
+#             system include tree without it): the same
+#   nobpf     BPF_CLANG=/nonexistent/clang, as on a machine without the
+#             eBPF toolchain: evs-drops and the drop-cost bench are left
+#             out, `make` says so in one line, test_bpf skips loudly, the
+#             tools' options are still checked
+#   clang     CC=clang: everything; the unit suites and a dump end to end
+#   nohuge    EVSTREAM_HUGEPAGES=off over the normal build, as on a
+#             machine without huge pages: the unit suites, whose huge-page
+#             variants skip loudly
+#
+# VARIANTS="clang nobpf" picks some. Run by `.ci/run` (step variants).
+# Exit status: 0 only when every variant built and passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+V=build-variants
+UNIT="test_ring test_badinput test_badargs test_nrt test_dump_npy"
+failed=()
+
+say() { echo "variants: $*"; }
+
+# build NAME MAKE-ARGS...: make in $V/NAME, the log kept there
+build() {
+	local name=$1; shift
+	mkdir -p "$V/$name"
+	if ! make --no-print-directory -j"$JOBS" BUILD="$V/$name" "$@" all tests >"$V/$name/make.log" 2>&1; then
+		tail -30 "$V/$name/make.log"
+		say "$name: build FAILED (make $*)"
+		return 1
+	fi
+}
+
+# suites BUILD NAME...: the Check suites of that build, and scripts
+suites() {
+	local b=$1 t list=(); shift
+	for t in "$@"; do
+		case $t in
+		*.sh) list+=("$t") ;;
+		*) list+=("$b/tests/$t") ;;
+		esac
+	done
+	BUILD=$b bash scripts/run-tests.sh "${list[@]}"
+}
+
+# no_probe_notes LIB: the library carries no USDT probe
+no_probe_notes() {
+	if readelf -n "$1" | grep -q stapsdt; then
+		say "$1 has USDT notes: the variant did not take"
+		return 1
+	fi
+}
+
+v_noprobes() {
+	build noprobes CFLAGS+=-DEVS_NO_PROBES || return 1
+	no_probe_notes "$V/noprobes/libevstream.so" || return 1
+	suites "$V/noprobes" $UNIT
+}
+
+# farm SRC DST SKIP: DST links every entry of SRC but SKIP, and sys/
+# (a directory of its own, linking every sys/ header but sdt.h and
+# sdt-config.h); found=1 when one of those was left out
+farm() {
+	local e
+	mkdir -p "$2"
+	for e in "$1"/*; do
+		[ "${e##*/}" = sys ] || [ "${e##*/}" = "$3" ] || ln -s "$e" "$2/"
+	done
+	[ -d "$1/sys" ] || return 0
+	mkdir -p "$2/sys"
+	for e in "$1"/sys/*; do
+		case ${e##*/} in
+		sdt.h | sdt-config.h) found=1 ;;
+		*) ln -s "$e" "$2/sys/" ;;
+		esac
+	done
+}
+
+v_nosdt() {
+	local inc=$V/nosdt/include multi gccinc found=0
+	multi=$(gcc -print-multiarch)
+	gccinc=$(gcc -print-file-name=include)
+	rm -rf "$inc"
+	farm /usr/include "$inc" "$multi"
+	farm /usr/include/"$multi" "$inc/$multi" ""
+	[ "$found" -eq 1 ] || say "nosdt: no <sys/sdt.h> on this machine to hide (the build is the same)"
+	local flags="-nostdinc -isystem $gccinc -isystem /usr/local/include -isystem $PWD/$inc/$multi -isystem $PWD/$inc"
+	if echo '#include <sys/sdt.h>' | gcc $flags -E - >/dev/null 2>&1; then
+		say "nosdt: <sys/sdt.h> is still found with $flags"
+		return 1
+	fi
+	build nosdt "CFLAGS+=$flags" || return 1
+	no_probe_notes "$V/nosdt/libevstream.so" || return 1
+	suites "$V/nosdt" test_ring test_badinput
+}
+
+v_nobpf() {
+	local n
+	build nobpf BPF_CLANG=/nonexistent/clang || return 1
+	n=$(grep -c 'left out: eBPF drop accounting (missing clang)' "$V/nobpf/make.log")
+	if [ "$n" -ne 1 ]; then
+		cat "$V/nobpf/make.log"
+		say "nobpf: make said what it left out $n times, expected once"
+		return 1
+	fi
+	grep 'left out' "$V/nobpf/make.log"
+	if [ -e "$V/nobpf/evs-drops" ] || [ -e "$V/nobpf/evs-bench-drops" ]; then
+		say "nobpf: the eBPF tools were built"
+		return 1
+	fi
+	"$V/nobpf/tests/test_bpf" >"$V/nobpf/test_bpf.log" 2>&1
+	if ! grep -q '^SKIP.*eBPF drop accounting not built' "$V/nobpf/test_bpf.log"; then
+		cat "$V/nobpf/test_bpf.log"
+		say "nobpf: test_bpf did not skip loudly"
+		return 1
+	fi
+	grep '^SKIP' "$V/nobpf/test_bpf.log"
+	suites "$V/nobpf" test_bpf test_ring tests/cli_options.sh
+}
+
+v_clang() {
+	command -v clang >/dev/null || { say "clang: not installed"; return 1; }
+	build clang CC=clang || return 1
+	suites "$V/clang" $UNIT test_untrusted tests/dump/dtypes.sh
+}
+
+v_nohuge() {
+	local out
+	make --no-print-directory -s -j"$JOBS" tests >/dev/null || return 1
+	out=$(mktemp)
+	EVSTREAM_HUGEPAGES=off suites build $UNIT test_xproc test_untrusted test_permissions \
+		tests/dump/dtypes.sh | tee "$out"
+	local rc=${PIPESTATUS[0]}
+	if ! grep -q '^SKIP.*EVSTREAM_HUGEPAGES=off' "$out"; then
+		say "nohuge: no huge-page variant skipped"
+		rc=1
+	fi
+	rm -f "$out"
+	return "$rc"
+}
+
+for v in ${VARIANTS:-noprobes nosdt nobpf clang nohuge}; do
+	t0=$SECONDS
+	say "===== $v"
+	if declare -F "v_$v" >/dev/null && "v_$v"; then
+		say "$v: passed in $((SECONDS - t0)) s"
+	else
+		failed+=("$v")
+		say "$v: FAILED in $((SECONDS - t0)) s"
+	fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+	say "FAILED: ${failed[*]}"
+	exit 1
+fi
+say "all passed"
