@@ -88,29 +88,6 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * The next record, which the test has just committed. A consumer that has
- * just taken records may wait a moment (its pacing, a few hundred ns) before
- * it looks at the producer's position again, so -EAGAIN is tried again, for
- * up to a second; the loops that check thousands of records would otherwise
- * depend on the time their own assertions take.
- */
-static int peek_committed(struct evs_consumer *c, struct evs_record *rec)
-{
-	uint64_t until = 0;
-	int err;
-
-	while ((err = evs_consumer__peek(c, rec)) == -EAGAIN) {
-		uint64_t now = mono_ns();
-
-		if (!until)
-			until = now + 1000000000ull;
-		else if (now > until)
-			break;
-	}
-	return err;
-}
-
 START_TEST(test_ring_empty_peek_returns_eagain)
 {
 	struct ring r;
@@ -189,7 +166,7 @@ START_TEST(test_ring_wrap_keeps_payload_contiguous)
 
 		fill_pattern(buf, n, i);
 		EVS_CHECK(evs_producer__emit(r.p, 0, 2, buf, n) == 0, "emit %" PRIu64, i);
-		EVS_CHECK(peek_committed(r.c, &rec) == 0, "peek %" PRIu64, i);
+		EVS_CHECK(evs_consumer__peek(r.c, &rec) == 0, "peek %" PRIu64, i);
 		EVS_CHECK(rec.hdr.data_size == n && rec.hdr.seq == i, "record %" PRIu64, i);
 		EVS_CHECK(check_pattern(rec.data, n, i), "record %" PRIu64, i);
 		for (size_t k = 0; k < sizeof(rec.hdr.reserved); k++)
@@ -382,7 +359,7 @@ START_TEST(test_ring_timestamps_follow_clock_monotonic)
 		before = mono_ns();
 		EVS_CHECK(evs_producer__emit(p, 0, 1, NULL, 0) == 0, "event %" PRIu64, n);
 		after = mono_ns();
-		EVS_CHECK(peek_committed(c, &rec) == 0, "event %" PRIu64, n);
+		EVS_CHECK(evs_consumer__peek(c, &rec) == 0, "event %" PRIu64, n);
 		EVS_CHECK(rec.hdr.timestamp_ns >= last, "event %" PRIu64 " goes back", n);
 		last = rec.hdr.timestamp_ns;
 		if (before > last && before - last > worst_early)
@@ -448,7 +425,7 @@ START_TEST(test_ring_deferred_records_take_the_publication_time)
 			size_t size = i < k ? (n * 13) % 41 : 0;
 			uint64_t off;
 
-			EVS_CHECK(peek_committed(c, &rec) == 0, "record %" PRIu64, n);
+			EVS_CHECK(evs_consumer__peek(c, &rec) == 0, "record %" PRIu64, n);
 			EVS_CHECK(rec.hdr.data_size == size, "record %" PRIu64, n);
 			for (size_t b = 0; b < size; b++)
 				EVS_CHECK(((const uint8_t *)rec.data)[b] == (n & 0xff), "record %" PRIu64, n);
