@@ -58,9 +58,6 @@ static void setup(void)
 	ring = mmap(NULL, RING, PROT_READ | PROT_WRITE, MAP_SHARED, data_fd, 0);
 	if (ro_fd < 0 || efd < 0 || ctl == MAP_FAILED || ring == MAP_FAILED)
 		abort();
-	/* as a producer seals its ring once it has mapped it */
-	if (fcntl(data_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) < 0)
-		abort();
 }
 
 static void write_identity(struct evs_shm_prod *prod)

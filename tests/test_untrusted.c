@@ -308,16 +308,10 @@ static int memfd_sealed_with(size_t size, int seals)
 	return fd;
 }
 
-/* The files as a producer seals them: the control file against shrinking
- * and growing (the consumer writes its page), the ring against writes by
- * any new mapping and hole punching too. */
+/* The files as a producer seals them: against shrinking and growing. */
 static int memfd_of(size_t size, bool sealed)
 {
-	int seals = F_SEAL_SHRINK | F_SEAL_GROW;
-
-	if (sealed && size != EVS_CTL_BYTES)
-		seals |= F_SEAL_FUTURE_WRITE;
-	return memfd_sealed_with(size, sealed ? seals : 0);
+	return memfd_sealed_with(size, sealed ? F_SEAL_SHRINK | F_SEAL_GROW : 0);
 }
 
 static void write_identity(int ctl_fd, uint64_t ring, uint32_t magic_ok)
@@ -391,21 +385,6 @@ START_TEST(test_consumer_refuses_unsealed_files)
 
 	write_identity(fds[0], RING, 1);
 	ck_assert_int_eq(connect_fake("unsealed", &w, fds, 3), EBADMSG);
-}
-END_TEST
-
-/* A ring file its producer could still punch holes into (no write seal):
- * pages freed under the consumer's reads would refault, from an empty
- * huge-page pool as SIGBUS. */
-START_TEST(test_consumer_refuses_a_ring_open_to_hole_punching)
-{
-	struct evs_welcome w = welcome(RING);
-	int fds[3] = { memfd_of(EVS_CTL_BYTES, true),
-		       memfd_sealed_with(RING, F_SEAL_SHRINK | F_SEAL_GROW), eventfd(0, EFD_CLOEXEC) };
-
-	write_identity(fds[0], RING, 1);
-	ck_assert_int_eq(connect_fake("punchable", &w, fds, 3), EBADMSG);
-	ck_assert_msg(strstr(evs_errmsg(), "seal"), "message: %s", evs_errmsg());
 }
 END_TEST
 
@@ -635,7 +614,6 @@ int main(void)
 	suite_add_tcase(s, tc);
 
 	tcase_add_test(tf, test_consumer_refuses_unsealed_files);
-	tcase_add_test(tf, test_consumer_refuses_a_ring_open_to_hole_punching);
 	tcase_add_test(tf, test_consumer_refuses_ring_larger_than_its_file);
 	tcase_add_test(tf, test_consumer_refuses_bad_identity);
 	tcase_add_test(tf, test_consumer_refuses_odd_page_size);

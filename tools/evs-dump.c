@@ -25,6 +25,7 @@
 #include <sys/timerfd.h>
 
 #include "cli.h"
+#include "jsonl.h"
 #include "dump.h"
 #include "dump_writer.h"
 #include "kafka_dump.h"
@@ -196,36 +197,19 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
  * a temporary name, synced, then renamed over. 0, or -errno after saying
  * why (and removing the temporary).
  */
+static void fill_summary(FILE *f, void *d)
+{
+	write_summary(d, f, true);
+}
+
 static int save_summary(struct dumper *d)
 {
-	static const char tmp[] = ".summary.json.tmp";
-	int fd = openat(d->w.dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	int err = 0;
+	int err = json_file_whole(d->w.dirfd, "summary.json", fill_summary, d);
 
-	if (!f) {
-		err = errno;
-		if (fd >= 0)
-			close(fd);
-	} else {
-		write_summary(d, f, true);
-		errno = 0;
-		if (fflush(f) || ferror(f))
-			err = errno ? errno : EIO;
-		/* the data reaches the disk before the name does */
-		if (!err && fsync(fileno(f)))
-			err = errno;
-		if (fclose(f) && !err)
-			err = errno;
-		if (!err && renameat(d->w.dirfd, tmp, d->w.dirfd, "summary.json"))
-			err = errno;
-	}
-	if (err) {
-		unlinkat(d->w.dirfd, tmp, 0);
+	if (err)
 		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s (none was left)\n", d->w.dir,
-			strerror(err));
-	}
-	return -err;
+			strerror(-err));
+	return err;
 }
 
 /* ------------------------------------------------------------ streams */

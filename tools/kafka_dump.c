@@ -547,56 +547,48 @@ static void write_summary(struct reader *r, FILE *f, bool json)
 	fputc('\n', f);
 }
 
-/* summary.json of one source, beside its index. */
+struct source_summary {
+	struct reader *r;
+	struct source *s;
+};
+
+static void fill_source_summary(FILE *f, void *ctx)
+{
+	struct source_summary *ss = ctx;
+
+	write_source_json(f, ss->r, ss->s);
+	fputc('\n', f);
+}
+
+/* summary.json of one source, beside its index: whole or absent. */
 static int save_source_summary(struct reader *r, struct source *s)
 {
-	int fd = openat(s->w.dirfd, "summary.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	int err = 0;
+	struct source_summary ss = { r, s };
+	int err = json_file_whole(s->w.dirfd, "summary.json", fill_source_summary, &ss);
 
-	if (!f) {
-		err = errno;
-		if (fd >= 0)
-			close(fd);
-	} else {
-		write_source_json(f, r, s);
-		fputc('\n', f);
-		if (fflush(f) || ferror(f))
-			err = errno ? errno : EIO;
-		if (fclose(f) && !err)
-			err = errno;
-	}
 	if (err)
-		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s\n", s->w.dir, strerror(err));
-	return -err;
+		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s\n", s->w.dir, strerror(-err));
+	return err;
+}
+
+static void fill_summary(FILE *f, void *r)
+{
+	write_summary(r, f, true);
 }
 
 static int save_summary(struct reader *r)
 {
-	int fd = openat(r->outfd, "summary.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	int err = 0;
+	int err = json_file_whole(r->outfd, "summary.json", fill_summary, r);
 
-	if (!f) {
-		err = errno;
-		if (fd >= 0)
-			close(fd);
-	} else {
-		write_summary(r, f, true);
-		if (fflush(f) || ferror(f))
-			err = errno ? errno : EIO;
-		if (fclose(f) && !err)
-			err = errno;
-	}
 	if (err)
-		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s\n", r->out, strerror(err));
-	return -err;
+		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s\n", r->out, strerror(-err));
+	return err;
 }
 
 /* ------------------------------------------------------------ setup */
 
-/* The top directory: made if missing, refused if it holds a dump. Its
- * summary.json is made now (the writability check) and filled at the end. */
+/* The top directory: made if missing, refused if it holds a dump, and
+ * checked writable now; its summary.json is written, whole, at the end. */
 static int out_open(struct reader *r)
 {
 	char path[4096];
@@ -622,13 +614,16 @@ static int out_open(struct reader *r)
 		errno = EEXIST;
 		goto exists;
 	}
-	fd = openat(r->outfd, "summary.json", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		if (errno == EEXIST)
-			goto exists;
-		goto fail;
+	if (faccessat(r->outfd, "summary.json", F_OK, 0) == 0) {
+		errno = EEXIST;
+		goto exists;
 	}
+	/* writable? (the summary itself appears only whole, at the end) */
+	fd = openat(r->outfd, ".summary.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto fail;
 	close(fd);
+	unlinkat(r->outfd, ".summary.json.tmp", 0);
 	return 0;
 exists:
 	fprintf(stderr, "evs-dump: '%s' already holds a dump: remove it or choose another output directory\n",
@@ -643,7 +638,6 @@ fail:
 static void out_abort(struct reader *r)
 {
 	if (r->outfd >= 0) {
-		unlinkat(r->outfd, "summary.json", 0);
 		close(r->outfd);
 		r->outfd = -1;
 	}

@@ -87,9 +87,8 @@ static int file_size_is(int fd, uint64_t size)
 	return fstat(fd, &st) == 0 && (uint64_t)st.st_size == size;
 }
 
-/* A file the producer could still shrink, or free pages of (a punched
- * hole refaults, from an empty huge-page pool as SIGBUS), would turn our
- * reads into SIGBUS. */
+/* A file the producer could still shrink would turn our reads into
+ * SIGBUS (holes it punches: docs/reliability.md). */
 static bool sealed_with(int fd, int want)
 {
 	int seals = fcntl(fd, F_GET_SEALS);
@@ -111,9 +110,9 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t r
 	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES))
 		return evs_fail(EBADMSG, "stream of core %u: sizes do not match the shared files", core);
 	if (!sealed_with(ctl_fd, F_SEAL_SHRINK | F_SEAL_GROW) ||
-	    !sealed_with(data_fd, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE))
+	    !sealed_with(data_fd, F_SEAL_SHRINK | F_SEAL_GROW))
 		return evs_fail(EBADMSG, "stream of core %u: the shared files lack their seals "
-				"(shrink and grow; the ring also future-write)", core);
+				"(shrink and grow)", core);
 	err = evs_map_attach(&c->map, ctl_fd, data_fd, ring_bytes, page_size, false);
 	if (err)
 		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));

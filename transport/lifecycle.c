@@ -51,9 +51,6 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 		return evs_fail(-err, "mapping the ring of core %u (%llu bytes%s): %s", core,
 				(unsigned long long)s->backing.ring_bytes,
 				hugetlb ? " of huge pages" : "", evs_strerror(err));
-	err = evs_backing_seal(&s->backing);
-	if (err)
-		return evs_fail(-err, "sealing the ring of core %u: %s", core, evs_strerror(err));
 	s->prod = s->map.prod;
 	s->cons = s->map.cons;
 	s->data = s->map.data;

@@ -79,8 +79,11 @@ int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool
 	b->hugetlb = hugetlb;
 	b->page_size = hugetlb ? EVS_HUGE_PAGE : (uint64_t)sysconf(_SC_PAGESIZE);
 	b->ring_bytes = round_up(cfg->ring_bytes, b->page_size);
-	err = make_memfd(name, hugetlb ? MFD_HUGETLB | MFD_HUGE_2MB : 0, b->ring_bytes, false, 0,
-			 &b->data_fd);
+	/* not F_SEAL_FUTURE_WRITE, which would also stop hole punching: with
+	 * it, a process killed while mapping the file was seen stuck in
+	 * exit_mmap() on Linux 6.18 (docs/reliability.md) */
+	err = make_memfd(name, hugetlb ? MFD_HUGETLB | MFD_HUGE_2MB : 0, b->ring_bytes, false,
+			 F_SEAL_SEAL, &b->data_fd);
 	if (err) {
 		evs_backing_destroy(b);
 		return evs_fail(-err, "ring memory (%llu bytes%s) for core %u: %s",
@@ -93,19 +96,6 @@ int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool
 		evs_backing_destroy(b);
 		return evs_fail(-err, "read-only view of the ring for core %u: %s", core, strerror(-err));
 	}
-	return 0;
-}
-
-/*
- * After the producer mapped the ring writable: no new writable mapping,
- * write() or hole punching by anyone from now on. A consumer checks this
- * seal: nobody, the producer included, can free pages under its reads (a
- * hole in a hugetlb file would refault from an empty pool as SIGBUS).
- */
-int evs_backing_seal(struct evs_backing *b)
-{
-	if (fcntl(b->data_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) < 0)
-		return -errno;
 	return 0;
 }
 

@@ -37,8 +37,6 @@ struct evs_backing {
 int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool hugetlb,
 		       const char *label, unsigned int core);
 void evs_backing_destroy(struct evs_backing *b);
-/* Once the producer has mapped the ring: nobody writes it another way. */
-int evs_backing_seal(struct evs_backing *b);
 /* Pages for the ring's bytes [from, to), also in the producer's view. */
 int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint64_t to);
 /* The producer commits the ring this much at a time as it first fills. */

@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "jsonl.h"
 
 /* Length of the valid UTF-8 sequence at s, or 0. */
@@ -144,4 +148,36 @@ int json_is_null(const char *line, const char *key)
 	if (!p)
 		return -ENOENT;
 	return !strncmp(p, "null", 4);
+}
+
+int json_file_whole(int dirfd, const char *name, void (*fill)(FILE *f, void *ctx), void *ctx)
+{
+	char tmp[256];
+	int fd, err = 0;
+	FILE *f;
+
+	if (snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+	} else {
+		fill(f, ctx);
+		errno = 0;
+		if (fflush(f) || ferror(f))
+			err = errno ? errno : EIO;
+		/* the data reaches the disk before the name does */
+		if (!err && fsync(fileno(f)))
+			err = errno;
+		if (fclose(f) && !err)
+			err = errno;
+		if (!err && renameat(dirfd, tmp, dirfd, name))
+			err = errno;
+	}
+	if (err)
+		unlinkat(dirfd, tmp, 0);
+	return -err;
 }

@@ -19,4 +19,9 @@ int json_get_u64_array(const char *line, const char *key, uint64_t *v, uint32_t 
 /* 1 if "key" is null, 0 if it is something else, -ENOENT if absent. */
 int json_is_null(const char *line, const char *key);
 
+/* A file of the directory dirfd, whole or not at all: fill(f, ctx) writes
+ * it under a temporary name, which is synced and then renamed to name.
+ * 0, or -errno (and no file, the temporary removed). */
+int json_file_whole(int dirfd, const char *name, void (*fill)(FILE *f, void *ctx), void *ctx);
+
 #endif
