@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lttng.h"
+#include "bench.h"
+#include "lttng_peer.h"
+#include "pace.h"
 #include "evstream/evstream.h"
 
 /* ------------------------------------------------ evstream's default path */

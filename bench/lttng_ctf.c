@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "lttng.h"
+#include "lttng_ctf.h"
+#include "lttng_event.h"
 
 #define CTF_MAGIC 0xC1FC1FC1u
 #define CTF_META_MAGIC 0x75D11D57u

@@ -44,7 +44,9 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "lttng.h"
+#include "lttng_ctf.h"
+#include "lttng_peer.h"
+#include "pace.h"
 
 #ifdef EVS_BENCH_LTTNG
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The runtime's environment: NEURON_RT_DEBUG_STREAM_BUFFER_SIZE (env.h). */
-#include "config.h"
 #include "env.h"
+#include "envnum.h"
 #include "layout.h"
 #include "evstream/tensor.h"
 

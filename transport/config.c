@@ -13,69 +13,18 @@
 
 #include "config.h"
 #include "env.h"
+#include "envnum.h"
 #include "errors.h"
 #include "layout.h"
 
 #define MIN_RING_BYTES 4096ULL
 #define MAX_EVENTS_CAP (1ULL << 32)
 
-int evs_parse_u64(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-	int shift = 0;
-
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	if (*end) {
-		switch (*end) {
-		case 'k': case 'K': shift = 10; break;
-		case 'm': case 'M': shift = 20; break;
-		case 'g': case 'G': shift = 30; break;
-		case 't': case 'T': shift = 40; break;
-		default: return -EINVAL;
-		}
-		end++;
-		if (*end == 'i' || *end == 'I')
-			end++;
-		if (*end == 'b' || *end == 'B')
-			end++;
-		if (*end)
-			return -EINVAL;
-	}
-	if (shift && v > (ULLONG_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 static uint64_t phys_mem_bytes(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 
 	return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (1ULL << 40);
-}
-
-int evs_env_u64(const char *var, uint64_t min, uint64_t max, const char *what, uint64_t *out)
-{
-	const char *s = getenv(var);
-	uint64_t v;
-
-	if (!s)
-		return 0;
-	if (evs_parse_u64(s, &v))
-		return evs_fail(EINVAL, "%s='%s' is not a number: allowed is %s from %llu to %llu "
-				"(suffixes K, M, G, T)", var, s, what,
-				(unsigned long long)min, (unsigned long long)max);
-	if (v < min || v > max)
-		return evs_fail(EINVAL, "%s=%s is out of range: allowed is %s from %llu to %llu",
-				var, s, what, (unsigned long long)min, (unsigned long long)max);
-	*out = v;
-	return 1;
 }
 
 /* EVSTREAM_MEMBARRIER: auto (default: where the kernel allows it) or off

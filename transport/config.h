@@ -28,11 +28,6 @@ struct evs_config {
 };
 
 int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *cfg);
-int evs_parse_u64(const char *s, uint64_t *out); /* with K/M/G/T suffixes */
-/* A number from the environment variable var, min to max: 1 and *out when
- * set, 0 when not, -EINVAL with a sentence naming it and what (a byte
- * count, an event count...) is allowed. */
-int evs_env_u64(const char *var, uint64_t min, uint64_t max, const char *what, uint64_t *out);
 int evs_runtime_dir(const char *opt_dir, char *buf, size_t len);
 int evs_check_name(const char *name);
 /* EVSTREAM_MEMBARRIER: *use false for off; -EINVAL naming a bad value. */

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every part of evstream._native uses: the helpers bound from
+ * evstream._common, the clock, OSError from the library's errors, and the
+ * Stats tuple. Module functions are in module.c, which calls the others.
+ */
+#include <errno.h>
+#include <time.h>
+
+#include "evspy.h"
+
+struct evspy_bound evspy;
+
+double evspy_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* OSError (the subclass its errno picks) saying what failed and why: the
+ * library's sentence about this thread's last failure when detail is set
+ * and there is one, else the errno's name. */
+PyObject *evspy_oserror(int err, const char *what, bool detail)
+{
+	const char *why = detail && *evs_errmsg() ? evs_errmsg() : evs_strerror(err);
+	PyObject *msg, *exc;
+
+	if (err < 0)
+		err = -err;
+	msg = PyUnicode_FromFormat("%s: %s", what, why);
+	if (!msg)
+		return NULL;
+	exc = PyObject_CallFunction(PyExc_OSError, "iO", err, msg);
+	Py_DECREF(msg);
+	if (exc) {
+		PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+		Py_DECREF(exc);
+	}
+	return NULL;
+}
+
+/* Stats in evstream/_common.py has a field per cause, named after them */
+_Static_assert(EVS_DROP_CAUSE_COUNT == 4, "evstream._common.DROP_CAUSES names four causes");
+
+PyObject *evspy_stats(const struct evs_stream_stats *st)
+{
+	const uint64_t head[] = { st->produced, st->committed, st->dropped };
+	const uint64_t tail[] = { st->released, st->wakeups, st->ring_bytes, st->max_events,
+				  st->page_size, st->hugepages, st->connected, st->producer_closed,
+				  st->core, st->producer_died };
+	PyObject *args, *res;
+	Py_ssize_t i = 0;
+
+	if (!evspy.stats) {
+		PyErr_SetString(PyExc_RuntimeError, "evstream._native is not bound (import evstream)");
+		return NULL;
+	}
+	args = PyTuple_New(3 + 2 * EVS_DROP_CAUSE_COUNT + 10);
+	if (!args)
+		return NULL;
+#define PUT(v)                                                                  \
+	do {                                                                    \
+		PyObject *o_ = PyLong_FromUnsignedLongLong(v);                  \
+		if (!o_ || PyTuple_SetItem(args, i++, o_) < 0)                  \
+			goto fail;                                              \
+	} while (0)
+	for (size_t k = 0; k < 3; k++)
+		PUT(head[k]);
+	for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
+		PUT(st->dropped_events[k]);
+	for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
+		PUT(st->dropped_bytes[k]);
+	for (size_t k = 0; k < sizeof(tail) / sizeof(tail[0]); k++)
+		PUT(tail[k]);
+#undef PUT
+	res = PyObject_CallObject(evspy.stats, args);
+	Py_DECREF(args);
+	return res;
+fail:
+	Py_DECREF(args);
+	return NULL;
+}
