@@ -9,7 +9,8 @@
 #include "envnum.h"
 #include "errors.h"
 
-int evs_parse_u64(const char *s, uint64_t *out)
+/* A decimal count, with K/M/G/T (binary) suffixes; -EINVAL, -ERANGE. */
+static int parse_u64(const char *s, uint64_t *out)
 {
 	unsigned long long v;
 	char *end;
@@ -50,7 +51,7 @@ int evs_env_u64(const char *var, uint64_t min, uint64_t max, const char *what, u
 
 	if (!s)
 		return 0;
-	if (evs_parse_u64(s, &v))
+	if (parse_u64(s, &v))
 		return evs_fail(EINVAL, "%s='%s' is not a number: allowed is %s from %llu to %llu "
 				"(suffixes K, M, G, T)", var, s, what,
 				(unsigned long long)min, (unsigned long long)max);

@@ -5,11 +5,10 @@
 
 #include <stdint.h>
 
-/* A decimal count, with K/M/G/T (binary) suffixes; -EINVAL, -ERANGE. */
-int evs_parse_u64(const char *s, uint64_t *out);
-/* A number from the environment variable var, min to max: 1 and *out when
- * set, 0 when not, -EINVAL with a sentence naming it and what (a byte
- * count, an event count...) is allowed. */
+/* A number from the environment variable var, min to max (decimal, with
+ * K/M/G/T binary suffixes): 1 and *out when set, 0 when not, -EINVAL with
+ * a sentence naming it and what (a byte count, an event count...) is
+ * allowed. */
 int evs_env_u64(const char *var, uint64_t min, uint64_t max, const char *what, uint64_t *out);
 
 #endif
