@@ -95,8 +95,6 @@ struct hist {
 };
 void hist_init(struct hist *h);
 void hist_add(struct hist *h, uint64_t v);
-/* The value below which a fraction q of the samples lie (bucket middle). */
-double hist_pct(const struct hist *h, double q);
 /* Adds the samples of from to into. */
 void hist_merge(struct hist *into, const struct hist *from);
 

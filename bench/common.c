@@ -166,7 +166,8 @@ void hist_add(struct hist *h, uint64_t v)
 		h->max = v;
 }
 
-double hist_pct(const struct hist *h, double q)
+/* The value below which a fraction q of the samples lie (bucket middle). */
+static double hist_pct(const struct hist *h, double q)
 {
 	uint64_t want, seen = 0;
 
