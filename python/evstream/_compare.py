@@ -22,6 +22,8 @@ import math
 import os
 import sys
 
+from ._common import bfloat16_to_float32
+
 EXIT_OK, EXIT_DIVERGE, EXIT_BAD = 0, 1, 2
 
 
@@ -116,7 +118,7 @@ def values(t, a):
     """float64 values, or None for opaque elements (compared as bytes)."""
     import numpy as np
     if t.dtype == "bfloat16":
-        return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return bfloat16_to_float32(a).astype(np.float64)
     if a.dtype.kind == "V":
         return None
     return a.astype(np.float64)

@@ -56,9 +56,8 @@ def strerror(err):
     return _lib.strerror(err).decode()
 
 
-def _oserror(err, what, detail=None):
-    why = detail or strerror(err)
-    return OSError(abs(err), "%s: %s" % (what, why))
+def _oserror(err, what):
+    return OSError(abs(err), "%s: %s" % (what, strerror(err)))
 
 
 def _stats(st):
@@ -93,13 +92,12 @@ def dtype_size(name):
 class _Slot:
     """One record the stream holds, and its lease."""
 
-    __slots__ = ("core", "addr", "seq", "done", "released", "live", "refs", "mv", "keep",
+    __slots__ = ("core", "addr", "done", "released", "live", "refs", "mv", "keep",
                  "__weakref__")
 
-    def __init__(self, core, addr, seq):
+    def __init__(self, core, addr):
         self.core = core
         self.addr = addr
-        self.seq = seq
         self.done = False
         self.released = False
         self.live = 0
@@ -156,7 +154,7 @@ class _Core:
 
     __slots__ = ("c", "core", "slots", "pumping", "closed", "cur", "rec", "recp", "info",
                  "infop", "poller", "ep", "fd", "efd", "hup", "seen", "next_seq", "lost",
-                 "ended", "lock", "__weakref__")
+                 "ended", "__weakref__")
 
     def __init__(self, c, core):
         self.c = c
@@ -243,24 +241,25 @@ class Event:
     def held(self):
         return not self._slot.done
 
+    def _view(self):
+        """A new read-only memoryview of the data, counted as a view."""
+        slot = self._slot
+        if slot.released:
+            raise self._lease_error()
+        return memoryview(slot.exporter(self, self._off, self.nbytes)).cast("B").toreadonly()
+
     @property
     def data(self):
         slot = self._slot
-        if slot.released:
-            raise self._lease_error()
-        if slot.mv is not None:
-            mv = slot.mv()
-            if mv is not None:
-                return mv
-        mv = memoryview(slot.exporter(self, self._off, self.nbytes)).cast("B").toreadonly()
-        slot.mv = weakref.ref(mv)
+        # end() drops mv: a released event's .data raises in _view()
+        mv = slot.mv() if slot.mv is not None else None
+        if mv is None:
+            mv = self._view()
+            slot.mv = weakref.ref(mv)
         return mv
 
     def array(self, bfloat16=None):
-        slot = self._slot
-        if slot.released:
-            raise self._lease_error()
-        mv = memoryview(slot.exporter(self, self._off, self.nbytes)).cast("B").toreadonly()
+        mv = self._view()
         if self.kind == "tensor":
             return _h["make_array"](mv, self.dtype, self.elem_size, self.shape, bfloat16)
         return _h["make_array"](mv, None, 0, (self.nbytes,), bfloat16)
@@ -309,7 +308,7 @@ def _decode(b):
 def _new_event(stream, core):
     """The record peek_next just handed out, as an Event in a new slot."""
     size, typ, _flags, seq, ts, addr = _REC.unpack_from(core.rec)
-    slot = _Slot(core, addr, seq)
+    slot = _Slot(core, addr)
     core.slots.append(slot)
     ev = Event.__new__(Event)
     ev._stream = stream
@@ -802,6 +801,16 @@ class _SubState:
                  "end_err", "finished", "__weakref__")
 
 
+def _ask_stop(s):
+    """Ask the thread of subscription state s to stop (its poll wakes)."""
+    if not s.stop:
+        s.stop = True
+        try:
+            os.write(s.wfd, b"x")
+        except OSError:
+            pass
+
+
 def _sub_main(s):
     stream = s.stream
     core = stream._core
@@ -854,18 +863,9 @@ class Subscription:
     def __init__(self, s):
         self._s = s
 
-    def _ask_stop(self):
-        s = self._s
-        if not s.stop:
-            s.stop = True
-            try:
-                os.write(s.wfd, b"x")
-            except OSError:
-                pass
-
     def unsubscribe(self):
         s = self._s
-        self._ask_stop()
+        _ask_stop(s)
         if threading.current_thread() is s.thread:
             return  # from inside fn: the thread stops when fn returns
         s.finished.wait()
@@ -908,7 +908,7 @@ class Subscription:
 
     def __del__(self):
         try:
-            self._ask_stop()  # garbage collected: ask, do not wait
+            _ask_stop(self._s)  # garbage collected: ask, do not wait
         except AttributeError:
             pass
 
@@ -952,11 +952,7 @@ def _stop_all(timeout=2.0):
     with _subs_lock:
         live = list(_subs)
     for s in live:
-        s.stop = True
-        try:
-            os.write(s.wfd, b"x")
-        except OSError:
-            pass
+        _ask_stop(s)
     deadline = time.monotonic() + timeout
     for s in live:
         s.finished.wait(max(0.0, deadline - time.monotonic()))

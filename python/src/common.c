@@ -19,26 +19,27 @@ double evspy_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* OSError (the subclass its errno picks) saying what failed and why: the
- * library's sentence about this thread's last failure when detail is set
- * and there is one, else the errno's name. */
-PyObject *evspy_oserror(int err, const char *what, bool detail)
+/* Raise OSError(err, msg), the subclass its errno picks; msg is consumed
+ * (NULL: its exception stands). NULL. */
+PyObject *evspy_raise_oserror(int err, PyObject *msg)
 {
-	const char *why = detail && *evs_errmsg() ? evs_errmsg() : evs_strerror(err);
-	PyObject *msg, *exc;
+	PyObject *exc;
 
-	if (err < 0)
-		err = -err;
-	msg = PyUnicode_FromFormat("%s: %s", what, why);
 	if (!msg)
 		return NULL;
-	exc = PyObject_CallFunction(PyExc_OSError, "iO", err, msg);
+	exc = PyObject_CallFunction(PyExc_OSError, "iO", err < 0 ? -err : err, msg);
 	Py_DECREF(msg);
 	if (exc) {
 		PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
 		Py_DECREF(exc);
 	}
 	return NULL;
+}
+
+/* OSError saying what failed and why (the errno's name). */
+PyObject *evspy_oserror(int err, const char *what)
+{
+	return evspy_raise_oserror(err, PyUnicode_FromFormat("%s: %s", what, evs_strerror(err)));
 }
 
 /* Stats in evstream/_common.py has a field per cause, named after them */

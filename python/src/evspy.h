@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <evstream/evstream.h>
 #include <evstream/tensor.h>
@@ -42,7 +43,7 @@ struct evspy_bound {
 	PyObject *end_of_stream;  /* EndOfStream: producer gone, all read */
 	PyObject *make_array;     /* make_array(event, dtype, elem_size, shape) */
 	PyObject *detached;       /* DetachedEvent(...) */
-	PyObject *report;         /* report(subscription, event, exc) from a callback */
+	PyObject *report;         /* report(core, seq, type, value, tb): a callback raised */
 };
 extern struct evspy_bound evspy;
 
@@ -104,6 +105,12 @@ static inline const char *evspy_utf8(PyObject *o)
 	return PyUnicode_AsUTF8AndSize(o, NULL);
 }
 
+/* A str of UTF-8 text from the library (bad bytes replaced) */
+static inline PyObject *evspy_str(const char *s)
+{
+	return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
 /* Py_SETREF and Py_XSETREF are not in the limited API */
 #define EVSPY_SETREF(dst, src)                 \
 	do {                                   \
@@ -112,8 +119,9 @@ static inline const char *evspy_utf8(PyObject *o)
 		Py_XDECREF(old_);              \
 	} while (0)
 
-/* module.c */
-PyObject *evspy_oserror(int err, const char *what, bool detail);
+/* common.c */
+PyObject *evspy_raise_oserror(int err, PyObject *msg);
+PyObject *evspy_oserror(int err, const char *what);
 PyObject *evspy_stats(const struct evs_stream_stats *st);
 double evspy_now(void);
 

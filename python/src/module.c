@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <nrt/ndebug_stream.h>
 
@@ -57,10 +56,7 @@ static PyObject *mod_tensor_parse(PyObject *self, PyObject *arg)
 		return NULL;
 	}
 	res = Py_BuildValue("(sNNIIINnK)", info.is_print ? "print" : "tensor",
-			    PyUnicode_DecodeUTF8(info.prefix, (Py_ssize_t)strlen(info.prefix), "replace"),
-			    info.is_print ? Py_NewRef(Py_None)
-					  : PyUnicode_DecodeUTF8(info.dtype, (Py_ssize_t)strlen(info.dtype),
-								 "replace"),
+			    evspy_str(info.prefix), info.is_print ? Py_NewRef(Py_None) : evspy_str(info.dtype),
 			    info.core, info.pipe, info.elem_size, shape,
 			    (Py_ssize_t)((const char *)info.data - (const char *)b.buf),
 			    (unsigned long long)info.bytes);

@@ -118,21 +118,9 @@ static PyObject *producer_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 		if (!p)
 			snprintf(msg, sizeof(msg), "%s", evs_errmsg());
 		Py_END_ALLOW_THREADS
-		if (!p) {
-			PyObject *m = PyUnicode_FromFormat("cannot create producer %R: %s", name,
-							   msg[0] ? msg : evs_strerror(err));
-			PyObject *exc;
-
-			if (!m)
-				return NULL;
-			exc = PyObject_CallFunction(PyExc_OSError, "iO", err, m);
-			Py_DECREF(m);
-			if (exc) {
-				PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
-				Py_DECREF(exc);
-			}
-			return NULL;
-		}
+		if (!p)
+			return evspy_raise_oserror(err, PyUnicode_FromFormat("cannot create producer %R: %s", name,
+									     msg[0] ? msg : evs_strerror(err)));
 	}
 	self = (ProducerObject *)((allocfunc)PyType_GetSlot(tp, Py_tp_alloc))(tp, 0);
 	if (!self) {
@@ -174,7 +162,7 @@ static void producer_dealloc(PyObject *o)
 }
 
 /* The emit result: True committed, False dropped (counted), else raise. */
-static PyObject *emit_result(ProducerObject *self, int r, unsigned int core, const char *what)
+static PyObject *emit_result(int r, unsigned int core, const char *what)
 {
 	char buf[128];
 
@@ -183,8 +171,7 @@ static PyObject *emit_result(ProducerObject *self, int r, unsigned int core, con
 	if (r == -ENOBUFS || r == -EMSGSIZE || r == -ENOTCONN)
 		Py_RETURN_FALSE;
 	snprintf(buf, sizeof(buf), "%s on core %u of producer", what, core);
-	(void)self;
-	return evspy_oserror(r, buf, false);
+	return evspy_oserror(r, buf);
 }
 
 static PyObject *producer_emit(PyObject *o, PyObject *args, PyObject *kw)
@@ -209,7 +196,7 @@ static PyObject *producer_emit(PyObject *o, PyObject *args, PyObject *kw)
 		return NULL;
 	r = evs_producer__emit(self->p, core, (uint32_t)type, b.buf, (size_t)b.len);
 	PyBuffer_Release(&b);
-	return emit_result(self, r, core, "emit");
+	return emit_result(r, core, "emit");
 }
 
 /* The evstream dtype of a buffer's struct format, or NULL (err says why). */
@@ -292,7 +279,7 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *args, PyObject *kw)
 			return NULL;
 		}
 		r = evs_producer__emit_tensor(self->p, core, &t);
-		return emit_result(self, r, core, "emit_tensor");
+		return emit_result(r, core, "emit_tensor");
 	}
 	if (PyObject_GetBuffer(array, &b, PyBUF_RECORDS_RO) < 0)
 		return NULL;
@@ -335,7 +322,7 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *args, PyObject *kw)
 	t.data = b.len ? b.buf : NULL;
 	r = evs_producer__emit_tensor(self->p, core, &t);
 	PyBuffer_Release(&b);
-	return emit_result(self, r, core, "emit_tensor");
+	return emit_result(r, core, "emit_tensor");
 fail:
 	PyBuffer_Release(&b);
 	return NULL;
@@ -383,7 +370,7 @@ static PyObject *producer_stats(PyObject *o, PyObject *args, PyObject *kw)
 		return NULL;
 	r = evs_producer__stats(self->p, core, &st);
 	if (r)
-		return evspy_oserror(r, "stats", false);
+		return evspy_oserror(r, "stats");
 	return evspy_stats(&st);
 }
 

@@ -212,11 +212,6 @@ static PyObject *lease_error(EventObject *ev)
 	return NULL;
 }
 
-static PyObject *str_or_none(const char *s)
-{
-	return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
-}
-
 PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_t ticket)
 {
 	EventObject *ev = PyObject_New(EventObject, evspy_event_type);
@@ -250,8 +245,8 @@ PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_
 
 		if (evs_tensor_parse(rec->data, rec->hdr.data_size, &info) == 0) {
 			ev->kind = info.is_print ? KIND_PRINT : KIND_TENSOR;
-			ev->prefix = str_or_none(info.prefix);
-			ev->dtype = info.is_print ? NULL : str_or_none(info.dtype);
+			ev->prefix = evspy_str(info.prefix);
+			ev->dtype = info.is_print ? NULL : evspy_str(info.dtype);
 			if (!ev->prefix || (!info.is_print && !ev->dtype)) {
 				Py_DECREF(ev);
 				return NULL;
@@ -511,7 +506,7 @@ static PyObject *ev_copy(PyObject *self, PyObject *unused)
 		Py_DECREF(data);
 		return NULL;
 	}
-	res = PyObject_CallFunction(evspy.detached, "KKIIKsOOOOOON", (unsigned long long)ev->hdr.seq,
+	res = PyObject_CallFunction(evspy.detached, "KKIIKsNOONONN", (unsigned long long)ev->hdr.seq,
 				    (unsigned long long)ev->hdr.timestamp_ns, ev->hdr.type,
 				    ev->stream->core, (unsigned long long)ev->gap, kind_names[ev->kind],
 				    ev_has_tensor_fields(ev) ? PyLong_FromUnsignedLong(ev->pipe)
@@ -694,14 +689,18 @@ static PyObject *held_error(StreamObject *s)
 static int stream_next(StreamObject *s, double timeout, PyObject **out)
 {
 	double deadline = timeout > 0 ? evspy_now() + timeout : 0;
+	const char *what;
+	char buf[64];
+	int r;
 
 	if (stream_check(s))
 		return NEXT_ERR;
 	for (;;) {
 		struct evs_record rec;
 		uint64_t ticket;
-		int r = evspy_stream_take(s, &rec, &ticket);
 		double left;
+
+		r = evspy_stream_take(s, &rec, &ticket);
 
 		if (r == 0) {
 			*out = evspy_event_new(s, &rec, ticket);
@@ -714,11 +713,8 @@ static int stream_next(StreamObject *s, double timeout, PyObject **out)
 		if (r == -ENOBUFS)
 			return NEXT_FULL;
 		if (r != -EAGAIN) {
-			char what[64];
-
-			snprintf(what, sizeof(what), "reading core %u", s->core);
-			evspy_oserror(r, what, false);
-			return NEXT_ERR;
+			what = "reading";
+			break;
 		}
 		left = timeout < 0 ? -1 : timeout == 0 ? 0 : deadline - evspy_now();
 		if (timeout >= 0 && left <= 0) {
@@ -729,22 +725,19 @@ static int stream_next(StreamObject *s, double timeout, PyObject **out)
 			if (r == 0)
 				return NEXT_NONE;
 		} else {
+			/* -ETIMEDOUT: one more look, then arm and return */
 			r = stream_wait(s, left);
-			if (r == 0 || r == -EPIPE)
+			if (r == 0 || r == -EPIPE || r == -ETIMEDOUT)
 				continue;
-			if (r == -ETIMEDOUT)
-				continue; /* one more look, then arm and return */
 			if (r == -EINTR && PyErr_Occurred())
 				return NEXT_ERR;
 		}
-		{
-			char what[64];
-
-			snprintf(what, sizeof(what), "waiting on core %u", s->core);
-			evspy_oserror(r, what, false);
-		}
-		return NEXT_ERR;
+		what = "waiting on";
+		break;
 	}
+	snprintf(buf, sizeof(buf), "%s core %u", what, s->core);
+	evspy_oserror(r, buf);
+	return NEXT_ERR;
 }
 
 static PyObject *end_of_stream(StreamObject *s)
@@ -940,7 +933,7 @@ static PyObject *stream_get_stats(PyObject *self, void *c)
 		return NULL;
 	r = evs_consumer__stats(s->c, &st);
 	if (r)
-		return evspy_oserror(r, "stats", false);
+		return evspy_oserror(r, "stats");
 	return evspy_stats(&st);
 }
 
@@ -1130,25 +1123,10 @@ StreamObject *evspy_stream_open(PyObject *producer, unsigned int core, double ti
 				goto fail;
 			continue;
 		}
-		{
-			PyObject *m = PyUnicode_FromFormat("cannot connect to core %u of %s%s%s", core,
-							   name ? "producer '" : "this process's producer",
-							   name ? name : "", name ? "'" : "");
-			PyObject *full, *exc;
-
-			if (!m)
-				goto fail;
-			full = PyUnicode_FromFormat("%U: %s", m, msg[0] ? msg : evs_strerror(err));
-			Py_DECREF(m);
-			if (!full)
-				goto fail;
-			exc = PyObject_CallFunction(PyExc_OSError, "iO", err, full);
-			Py_DECREF(full);
-			if (exc) {
-				PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
-				Py_DECREF(exc);
-			}
-		}
+		evspy_raise_oserror(err, PyUnicode_FromFormat("cannot connect to core %u of %s%s%s: %s", core,
+							      name ? "producer '" : "this process's producer",
+							      name ? name : "", name ? "'" : "",
+							      msg[0] ? msg : evs_strerror(err)));
 		goto fail;
 	}
 

@@ -87,6 +87,16 @@ static bool sub_stopping(struct sub *s)
 	return stop;
 }
 
+static bool sub_finished(struct sub *s)
+{
+	bool finished;
+
+	pthread_mutex_lock(&s->mu);
+	finished = s->finished;
+	pthread_mutex_unlock(&s->mu);
+	return finished;
+}
+
 static void sub_finish(struct sub *s)
 {
 	pthread_mutex_lock(&reg_mu);
@@ -153,6 +163,20 @@ static void sub_report(struct sub *s, uint64_t seq)
 	Py_XDECREF(t);
 	Py_XDECREF(v);
 	Py_XDECREF(tb);
+}
+
+/* With the GIL: let go of the stream and fn (the thread's last Python work). */
+static void sub_drop_python(struct sub *s)
+{
+	StreamObject *stream = s->stream;
+	PyObject *fn = s->fn;
+
+	s->stream = NULL;
+	s->fn = NULL;
+	stream->threaded = false; /* no other thread reads it now */
+	evspy_stream_shut(stream);
+	Py_DECREF(stream);
+	Py_DECREF(fn);
 }
 
 /* With the GIL: make the event, call fn, end the lease. */
@@ -241,20 +265,10 @@ static void *sub_main(void *arg)
 		char what[64];
 
 		snprintf(what, sizeof(what), "subscription on core %u", s->core);
-		evspy_oserror(err, what, false);
+		evspy_oserror(err, what);
 		sub_report(s, 0);
 	}
-	{
-		StreamObject *stream = s->stream;
-		PyObject *fn = s->fn;
-
-		s->stream = NULL;
-		s->fn = NULL;
-		stream->threaded = false; /* no other thread reads it now */
-		evspy_stream_shut(stream);
-		Py_DECREF(stream);
-		Py_DECREF(fn);
-	}
+	sub_drop_python(s);
 	PyGILState_Release(g);
 	sub_finish(s);
 	return NULL;
@@ -343,12 +357,7 @@ PyObject *evspy_subscribe(PyObject *self, PyObject *args, PyObject *kw)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		/* undo as the thread would have */
-		s->stream = NULL;
-		s->fn = NULL;
-		stream->threaded = false;
-		evspy_stream_shut(stream);
-		Py_DECREF(stream);
-		Py_DECREF(fn);
+		sub_drop_python(s);
 		sub_finish(s);
 		Py_DECREF(obj);
 		errno = err;
@@ -432,13 +441,9 @@ static PyObject *sub_exit(PyObject *o, PyObject *args)
 static PyObject *sub_get_running(PyObject *o, void *c)
 {
 	struct sub *s = ((SubscriptionObject *)o)->s;
-	bool finished;
 
 	(void)c;
-	pthread_mutex_lock(&s->mu);
-	finished = s->finished;
-	pthread_mutex_unlock(&s->mu);
-	return PyBool_FromLong(!finished);
+	return PyBool_FromLong(!sub_finished(s));
 }
 
 static PyObject *sub_get_events(PyObject *o, void *c)
@@ -462,13 +467,9 @@ static PyObject *sub_get_core(PyObject *o, void *c)
 static PyObject *sub_get_ended_by(PyObject *o, void *c)
 {
 	struct sub *s = ((SubscriptionObject *)o)->s;
-	bool finished;
 
 	(void)c;
-	pthread_mutex_lock(&s->mu);
-	finished = s->finished;
-	pthread_mutex_unlock(&s->mu);
-	if (!finished)
+	if (!sub_finished(s))
 		Py_RETURN_NONE;
 	if (s->end_err == 0)
 		return PyUnicode_FromString("unsubscribed");
@@ -491,7 +492,7 @@ static PyObject *sub_get_stats(PyObject *o, void *c)
 	}
 	r = evs_consumer__stats(s->stream->c, &st);
 	if (r)
-		return evspy_oserror(r, "stats", false);
+		return evspy_oserror(r, "stats");
 	return evspy_stats(&st);
 }
 
@@ -501,7 +502,7 @@ static PyObject *sub_repr(PyObject *o)
 
 	return PyUnicode_FromFormat("<evstream.Subscription core=%u events=%llu errors=%llu%s>", s->core,
 				    (unsigned long long)s->events, (unsigned long long)s->errors,
-				    s->finished ? " ended" : "");
+				    sub_finished(s) ? " ended" : "");
 }
 
 static PyGetSetDef sub_getset[] = {
