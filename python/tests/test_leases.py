@@ -88,6 +88,22 @@ def test_copy_keeps_data_beyond_the_lease(producer, name):
     assert bytes(kept.data) == np.full(6, 7.0, np.float32).tobytes()
 
 
+def test_copy_takes_no_reference_it_does_not_give_back(producer, name):
+    # the pipe number is a small int, which CPython caches: a copy that kept
+    # a reference to it would add one to that shared object every time
+    import sys
+    s = evstream.connect(name, 0)
+    assert producer.emit_tensor(0, "pipe", np.zeros(4, np.float32), pipe=2)
+    ev = s.read(5)
+    assert ev.pipe == 2
+    ev.copy()
+    before = sys.getrefcount(2)
+    for _ in range(2000):
+        ev.copy()
+    assert sys.getrefcount(2) - before < 100
+    ev.release()
+
+
 def test_views_kept_across_iterations(producer, name):
     s = evstream.connect(name, 0)
     for i in range(3):
