@@ -177,19 +177,27 @@ static inline const char *evs_mode_name(int mode)
 	return mode ? "hugepages" : "normal";
 }
 
-static inline long evs_hugepages_free(void)
+/* The number on the line "key: N" of a /proc file such as /proc/meminfo
+ * or /proc/self/status (key with its colon), or -1. */
+static inline long evs_proc_number(const char *path, const char *key)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
+	FILE *f = fopen(path, "r");
+	size_t klen = strlen(key);
 	char line[256];
 	long v = -1;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
+		if (!strncmp(line, key, klen) && sscanf(line + klen, " %ld", &v) == 1)
 			break;
 	fclose(f);
 	return v;
+}
+
+static inline long evs_hugepages_free(void)
+{
+	return evs_proc_number("/proc/meminfo", "HugePages_Free:");
 }
 
 /* EVSTREAM_HUGEPAGES as the suite started (tests set and unset it). */

@@ -50,17 +50,35 @@ static uint64_t fill_with_prints(struct evs_producer *p, int *last)
 /* KiB of shared memory this process has touched (RssShmem). */
 static long rss_shmem_kb(void)
 {
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long v = -1;
+	return evs_proc_number("/proc/self/status", "RssShmem:");
+}
 
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "RssShmem: %ld", &v) == 1)
-			break;
-	fclose(f);
-	return v;
+/* A default producer made with NEURON_RT_DEBUG_STREAM_BUFFER_SIZE set to
+ * buffer_size (NULL: unset) keeps `events` tensor-read events on core 0,
+ * in bytes as well, and drops the next one by the event limit. */
+static void assert_stream_holds(const char *buffer_size, uint64_t events)
+{
+	EVS_OPTS(evs_producer_opts, o, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	int last;
+
+	clear_env();
+	if (buffer_size)
+		setenv("NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", buffer_size, 1);
+	p = evs_producer__new(NULL, 1, &o);
+	clear_env();
+	ck_assert_msg(p, "%s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.max_events, events);
+	ck_assert_uint_ge(st.ring_bytes, events * TENSOR_RECORD);
+	ck_assert_uint_eq(fill_with_prints(p, &last), events);
+	ck_assert_int_eq(last, -ENOBUFS);
+	evs_consumer__free(c);
+	evs_producer__free(p);
 }
 
 /* With nothing set, a stream keeps the reference's 64K events of the
@@ -68,49 +86,14 @@ static long rss_shmem_kb(void)
  * limit, not by bytes. */
 START_TEST(test_memory_default_holds_64k_tensor_reads)
 {
-	EVS_OPTS(evs_producer_opts, o, .hugepages = EVS_HUGEPAGES_OFF);
-	struct evs_stream_stats st = { .sz = sizeof(st) };
-	struct evs_producer *p;
-	struct evs_consumer *c;
-	int last;
-
-	clear_env();
-	p = evs_producer__new(NULL, 1, &o);
-	ck_assert_msg(p, "%s", evs_errmsg());
-	c = evs_consumer__connect(NULL, 0, NULL);
-	ck_assert_ptr_nonnull(c);
-	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
-	ck_assert_uint_eq(st.max_events, 65536);
-	ck_assert_uint_ge(st.ring_bytes, 65536ull * TENSOR_RECORD);
-	ck_assert_uint_eq(fill_with_prints(p, &last), 65536);
-	ck_assert_int_eq(last, -ENOBUFS);
-	evs_consumer__free(c);
-	evs_producer__free(p);
+	assert_stream_holds(NULL, 65536);
 }
 END_TEST
 
 /* NEURON_RT_DEBUG_STREAM_BUFFER_SIZE=100000 is what a stream keeps. */
 START_TEST(test_memory_buffer_size_from_the_environment_is_real)
 {
-	EVS_OPTS(evs_producer_opts, o, .hugepages = EVS_HUGEPAGES_OFF);
-	struct evs_stream_stats st = { .sz = sizeof(st) };
-	struct evs_producer *p;
-	struct evs_consumer *c;
-	int last;
-
-	clear_env();
-	setenv("NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", "100000", 1);
-	p = evs_producer__new(NULL, 1, &o);
-	clear_env();
-	ck_assert_msg(p, "%s", evs_errmsg());
-	c = evs_consumer__connect(NULL, 0, NULL);
-	ck_assert_ptr_nonnull(c);
-	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
-	ck_assert_uint_eq(st.max_events, 100000);
-	ck_assert_uint_eq(fill_with_prints(p, &last), 100000);
-	ck_assert_int_eq(last, -ENOBUFS);
-	evs_consumer__free(c);
-	evs_producer__free(p);
+	assert_stream_holds("100000", 100000);
 }
 END_TEST
 
@@ -222,16 +205,9 @@ static void small_address_space(void)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 64 << 20, .hugepages = EVS_HUGEPAGES_OFF);
 	struct rlimit rl;
-	long vm_kb = -1;
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "r");
+	long vm_kb = evs_proc_number("/proc/self/status", "VmSize:");
 	struct evs_producer *p;
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmSize: %ld", &vm_kb) == 1)
-			break;
-	if (f)
-		fclose(f);
 	if (vm_kb <= 0)
 		_exit(2);
 	/* room for the process and 200 MiB more: one 64 MiB ring (128 MiB

@@ -292,15 +292,20 @@ END_TEST
 
 /* ------------------------------------------- planted by another uid */
 
-/* A scratch directory for one test, removed with all it holds. */
+/* A scratch directory for one test, removed with all it holds (by the
+ * teardown, planted_release(), when the test failed first). */
+static char scratch_dir[64];
+
 static void scratch(char *buf, size_t len, const char *tag)
 {
 	snprintf(buf, len, "/tmp/evs-plant-%d-%s", (int)getpid(), tag);
 	ck_assert_int_eq(mkdir(buf, 0755), 0);
+	snprintf(scratch_dir, sizeof(scratch_dir), "%s", buf);
 }
 
 static void scratch_remove(const char *dir)
 {
+	scratch_dir[0] = '\0';
 	ck_assert_int_eq(nftw(dir, evs_rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
 }
 
@@ -345,9 +350,12 @@ static void relay_serve(int fd, const struct evs_producer *p)
  * socket is bound before the uid changes (in a directory only root may
  * write) and listened on after, so that it is served by uid all the same.
  */
+static pid_t relay_pid; /* until stop_relay() */
+
 static pid_t start_relay(const char *sock, uid_t uid, bool bind_first)
 {
 	int ready[2];
+	ssize_t n;
 	pid_t pid;
 	char ch;
 
@@ -379,9 +387,11 @@ static pid_t start_relay(const char *sock, uid_t uid, bool bind_first)
 		}
 		_exit(0);
 	}
+	relay_pid = pid;
 	close(ready[1]);
-	ck_assert_msg(read(ready[0], &ch, 1) == 1, "the relay did not start");
+	n = read(ready[0], &ch, 1);
 	close(ready[0]);
+	ck_assert_msg(n == 1, "the relay did not start");
 	return pid;
 }
 
@@ -389,8 +399,24 @@ static void stop_relay(pid_t pid)
 {
 	int status;
 
+	relay_pid = 0;
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+}
+
+/* Teardown: the relay and scratch directory of a test that failed before
+ * it stopped and removed them. */
+static void planted_release(void)
+{
+	if (relay_pid > 0) {
+		kill(relay_pid, SIGKILL);
+		waitpid(relay_pid, NULL, 0);
+		relay_pid = 0;
+	}
+	if (scratch_dir[0]) {
+		nftw(scratch_dir, evs_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		scratch_dir[0] = '\0';
+	}
 }
 
 /* Connects to name from a child process (a producer of this process would
@@ -432,24 +458,38 @@ static void assert_refused(const char *name, const char *dir, const char *why)
 }
 
 /* The default directory ($XDG_RUNTIME_DIR/evstream here, /tmp/evstream-UID
- * without it) made first by another uid, with a relay in it. */
-START_TEST(test_consumer_refuses_runtime_directory_of_another_uid)
+ * without it) as another uid left it: its own directory with a relay in
+ * it, planted as the default directory itself or, with via_link, as a
+ * directory `theirs` beside it that a link of that uid in its place leads
+ * to. A consumer of the default directory must be refused, saying why. */
+static void assert_default_dir_refused(const char *tag, bool via_link, const char *why)
 {
-	char base[64], dir[96], sock[192];
-	const char *name = evs_test_name("planted");
+	char base[64], dir[96], link[96], sock[192];
+	const char *name = evs_test_name(tag);
 	pid_t relay;
 
-	NEED_ROOT();
-	scratch(base, sizeof(base), "dir");
-	snprintf(dir, sizeof(dir), "%s/evstream", base);
+	scratch(base, sizeof(base), tag);
+	snprintf(dir, sizeof(dir), "%s/%s", base, via_link ? "theirs" : "evstream");
+	snprintf(link, sizeof(link), "%s/evstream", base);
 	snprintf(sock, sizeof(sock), "%s/%s.sock", dir, name);
 	plant_dir(dir, NOBODY, 0700);
+	if (via_link) {
+		ck_assert_int_eq(symlink(dir, link), 0);
+		ck_assert_int_eq(lchown(link, NOBODY, NOBODY), 0);
+	}
 	relay = start_relay(sock, NOBODY, false);
 	unsetenv("EVSTREAM_RUNTIME_DIR");
 	setenv("XDG_RUNTIME_DIR", base, 1);
-	assert_refused(name, NULL, "is owned by uid 65534");
+	assert_refused(name, NULL, why);
 	stop_relay(relay);
 	scratch_remove(base);
+}
+
+/* The default directory made first by another uid, with a relay in it. */
+START_TEST(test_consumer_refuses_runtime_directory_of_another_uid)
+{
+	NEED_ROOT();
+	assert_default_dir_refused("planted", false, "is owned by uid 65534");
 }
 END_TEST
 
@@ -457,24 +497,8 @@ END_TEST
  * its own with a relay in it. */
 START_TEST(test_consumer_refuses_runtime_directory_that_is_a_symlink)
 {
-	char base[64], dir[96], link[96], sock[192];
-	const char *name = evs_test_name("link");
-	pid_t relay;
-
 	NEED_ROOT();
-	scratch(base, sizeof(base), "link");
-	snprintf(dir, sizeof(dir), "%s/theirs", base);
-	snprintf(link, sizeof(link), "%s/evstream", base);
-	snprintf(sock, sizeof(sock), "%s/%s.sock", dir, name);
-	plant_dir(dir, NOBODY, 0700);
-	ck_assert_int_eq(symlink(dir, link), 0);
-	ck_assert_int_eq(lchown(link, NOBODY, NOBODY), 0);
-	relay = start_relay(sock, NOBODY, false);
-	unsetenv("EVSTREAM_RUNTIME_DIR");
-	setenv("XDG_RUNTIME_DIR", base, 1);
-	assert_refused(name, NULL, "is a symbolic link");
-	stop_relay(relay);
-	scratch_remove(base);
+	assert_default_dir_refused("link", true, "is a symbolic link");
 }
 END_TEST
 
@@ -645,6 +669,7 @@ int main(void)
 	Suite *s = suite_create("permissions");
 	TCase *tc = evs_tcase("permissions");
 
+	tcase_add_checked_fixture(tc, NULL, planted_release);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_socket_is_0600_in_a_0700_directory);
 	tcase_add_test(tc, test_allow_group_makes_socket_0660_of_that_group);

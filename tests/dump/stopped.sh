@@ -12,23 +12,31 @@ start_demo --cores 1 --rate 100 --seconds 120 --wait-consumers 0
 wait_for "[ -S $SOCK ]" 10
 kill -STOP "$DEMO_PID"
 
+# exits_2_saying PID SECS LOG WHAT PATTERN [T0]: PID ends within SECS with
+# exit 2 and PATTERN in LOG; with T0 (date +%s%N), MS is the time from T0
+# to its end.
+exits_2_saying() {
+	local rc
+	wait_pid "$1" "$2"; rc=$?
+	[ -n "${6:-}" ] && MS=$((($(date +%s%N) - $6) / 1000000))
+	[ "$rc" -eq 2 ] || { cat "$3"; fail "$4: exit $rc, expected 2"; }
+	grep -q "$5" "$3" || { cat "$3"; fail "$4: message"; }
+}
+
 # signal_while_connecting SIG TAG: evs-dump tries for up to 30 s; SIG
 # 0.5 s in must end it within a second, exit 2, said.
 signal_while_connecting() {
-	local sig=$1 tag=$2 t0 ms rc log
+	local sig=$1 tag=$2 t0 log
 	start_dump "$T/$tag" --no-print --wait 30
 	log=$T/$tag.stderr
 	sleep 0.5
 	kill -0 "$DUMP_PID" 2>/dev/null || { cat "$log"; fail "$tag: evs-dump ended before SIG$sig"; }
 	t0=$(date +%s%N)
 	kill -"$sig" "$DUMP_PID"
-	wait_pid "$DUMP_PID" 5; rc=$?
-	ms=$((($(date +%s%N) - t0) / 1000000))
-	[ "$rc" -eq 2 ] || { cat "$log"; fail "$tag: SIG$sig: exit $rc, expected 2"; }
-	grep -q "SIG$sig while waiting for producer '$NAME'; nothing was dumped" "$log" ||
-		{ cat "$log"; fail "$tag: SIG$sig: message"; }
-	[ "$ms" -lt 1000 ] || fail "$tag: SIG$sig took $ms ms to end evs-dump"
-	ok "$tag: SIG$sig ended evs-dump in $ms ms, exit 2"
+	exits_2_saying "$DUMP_PID" 5 "$log" "$tag: SIG$sig" \
+		"SIG$sig while waiting for producer '$NAME'; nothing was dumped" "$t0"
+	[ "$MS" -lt 1000 ] || fail "$tag: SIG$sig took $MS ms to end evs-dump"
+	ok "$tag: SIG$sig ended evs-dump in $MS ms, exit 2"
 }
 
 # Its connection queued, a welcome that never comes.
@@ -58,10 +66,8 @@ signal_while_connecting TERM full-term
 
 # No signal: it gives up by itself (at least 2 s of trying), and says why.
 start_dump "$T/giveup" --no-print --wait 0
-wait_pid "$DUMP_PID" 10; rc=$?
-[ "$rc" -eq 2 ] || { cat "$T/giveup.stderr"; fail "giving up: exit $rc, expected 2"; }
-grep -q "producer '$NAME' accepts no connection.*is the producer stopped" "$T/giveup.stderr" ||
-	{ cat "$T/giveup.stderr"; fail "giving up: message"; }
+exits_2_saying "$DUMP_PID" 10 "$T/giveup.stderr" "giving up" \
+	"producer '$NAME' accepts no connection.*is the producer stopped"
 ok "no signal: '$(cat "$T/giveup.stderr")', exit 2"
 
 # A second producer of the name fails at once.
@@ -69,10 +75,7 @@ t0=$(date +%s%N)
 "$DEMO" --name "$NAME" --cores 1 --seconds 1 --wait-consumers 0 2>"$T/second.err" &
 pid=$!
 PIDS+=("$pid")
-wait_pid "$pid" 5; rc=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
-[ "$rc" -eq 2 ] || { cat "$T/second.err"; fail "second producer: exit $rc, expected 2"; }
-grep -q "already running (pid $DEMO_PID holds" "$T/second.err" ||
-	{ cat "$T/second.err"; fail "second producer: message"; }
-[ "$ms" -lt 1000 ] || fail "second producer took $ms ms to fail"
-ok "a second producer of the name: '$(cat "$T/second.err")' in $ms ms"
+exits_2_saying "$pid" 5 "$T/second.err" "second producer" \
+	"already running (pid $DEMO_PID holds" "$t0"
+[ "$MS" -lt 1000 ] || fail "second producer took $MS ms to fail"
+ok "a second producer of the name: '$(cat "$T/second.err")' in $MS ms"
