@@ -257,6 +257,9 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 	err = evs_env_membarrier(&use_membarrier);
 	if (err)
 		goto err_free;
+	err = evs_env_catchup_ns(&c->catchup_ns);
+	if (err)
+		goto err_free;
 
 	evs_registry_lock();
 	p = evs_registry_find(name);

@@ -43,6 +43,20 @@ int evs_env_membarrier(bool *use)
 	return evs_fail(EINVAL, "EVSTREAM_MEMBARRIER='%s' is not allowed: use auto or off", v);
 }
 
+/* EVSTREAM_CATCHUP_NS: 0 (never wait) to 1 ms; the default is what
+ * evs-bench found to lift the hand-over (docs/design-notes.md). */
+#define CATCHUP_NS_DEFAULT 2000u
+#define CATCHUP_NS_MAX     1000000u
+
+int evs_env_catchup_ns(uint64_t *ns)
+{
+	int err = evs_env_u64("EVSTREAM_CATCHUP_NS", 0, CATCHUP_NS_MAX, "nanoseconds", ns);
+
+	if (err == 0)
+		*ns = CATCHUP_NS_DEFAULT;
+	return err < 0 ? err : 0;
+}
+
 /* EVSTREAM_TSC: auto (default) or off. */
 static int clock_mode_from_env(enum evs_clock_mode *mode)
 {

@@ -32,6 +32,9 @@ int evs_runtime_dir(const char *opt_dir, char *buf, size_t len);
 int evs_check_name(const char *name);
 /* EVSTREAM_MEMBARRIER: *use false for off; -EINVAL naming a bad value. */
 int evs_env_membarrier(bool *use);
+/* EVSTREAM_CATCHUP_NS: how long a consumer that caught up with a busy
+ * producer stays off its lines (consumer.c); -EINVAL naming a bad value. */
+int evs_env_catchup_ns(uint64_t *ns);
 bool evs_runtime_dir_explicit(const char *opt_dir);
 
 #endif

@@ -97,15 +97,61 @@ static int consumer_fill(struct evs_consumer *c)
 	return -EPIPE;
 }
 
-/* The ring looked empty by what we knew: look at prod_pos. */
-static int consumer_look(struct evs_consumer *c)
+static uint64_t now_ns(void)
 {
-	/* the next header is where the next record will start: start
-	 * pulling its line now, so that when prod_pos moves both lines
-	 * cross from the producer's core at once instead of one after
-	 * the other (a hint only; the header is read after the acquire) */
-	__builtin_prefetch(c->data + c->cons_off);
-	return consumer_fill(c);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	barrier();
+#endif
+}
+
+/*
+ * The catch-up pause. A consumer that keeps up with a busy producer reads
+ * every record as soon as it is published and finds the ring empty after
+ * each: every look at prod_pos then pulls the producer's lines over while
+ * the producer writes them, and a record costs a cache-line round trip
+ * instead of a few instructions (docs/design-notes.md, "Catch-up pause").
+ * So when the last look found records and we have read them all, we stay
+ * off the shared lines for catchup_ns before looking again: the producer
+ * writes on undisturbed and the next look finds a batch. A look that finds
+ * nothing ends it, so records further apart than catchup_ns are seen at
+ * once; a record that follows another more closely can be seen up to
+ * catchup_ns later.
+ */
+static __attribute__((noinline)) void consumer_catch_up(struct evs_consumer *c)
+{
+	uint64_t end = now_ns() + c->catchup_ns;
+
+	c->catchup_pauses++;
+	while (now_ns() < end)
+		spin_pause();
+}
+
+/* The ring looked empty by what we knew: look at prod_pos. off is where
+ * the next record will start. */
+static int consumer_look(struct evs_consumer *c, uint64_t off)
+{
+	int err;
+
+	if (c->following)
+		consumer_catch_up(c);
+	/* start pulling the next header's line now, so that when prod_pos
+	 * moves both lines cross from the producer's core at once instead of
+	 * one after the other (a hint only; the header is read after the
+	 * acquire) */
+	__builtin_prefetch(c->data + off);
+	err = consumer_fill(c);
+	c->following = err == 0 && c->catchup_ns;
+	return err;
 }
 
 /*
@@ -164,7 +210,7 @@ EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 	if (unlikely(c->held))
 		return consumer_peek_held(c, rec);
 	if (c->cons_pos == c->prod_cache) {
-		err = consumer_look(c);
+		err = consumer_look(c, c->cons_off);
 		if (err)
 			return err;
 	}
@@ -219,7 +265,7 @@ EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *r
 			c->read_off -= c->cap;
 	}
 	if (c->read_pos == c->prod_cache) {
-		err = consumer_fill(c);
+		err = consumer_look(c, c->read_off);
 		if (err)
 			return err;
 	}
@@ -346,8 +392,16 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 		return -EINVAL;
 	if (c->broken)
 		return c->broken;
+	/* records we know of: nothing to look at */
+	if (consumer_read_pos(c) != c->prod_cache)
+		return -EAGAIN;
+	/* about to sleep right after a busy spell: a record that comes
+	 * within catchup_ns is then read without a wakeup */
+	if (c->following)
+		consumer_catch_up(c);
 	for (;;) {
 		err = consumer_fill(c);
+		c->following = err == 0 && c->catchup_ns;
 		if (err == 0)
 			return -EAGAIN;
 		if (err != -EAGAIN)
@@ -408,10 +462,7 @@ void evs_consumer_arm_at_start(struct evs_consumer *c)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(now_ns() / 1000000);
 }
 
 EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms)

@@ -31,6 +31,11 @@ struct evs_consumer {
 	const struct evs_shm_prod *prod;
 	struct evs_shm_cons *cons;
 	int broken;               /* sticky -EBADMSG */
+	/* The last look at prod_pos found records: a look that finds none
+	 * next waits catchup_ns first (consumer.c, consumer_catch_up()). */
+	bool following;
+	uint64_t catchup_ns;      /* 0: never wait */
+	uint64_t catchup_pauses;
 	/* Lengths of the held records after the oldest, oldest first
 	 * (evs_consumer__peek_next()); a ring of held_cap entries. */
 	uint64_t *held_len;

@@ -34,6 +34,8 @@ EVS_API int evs__consumer_tuning(const struct evs_consumer *c, struct evs_tuning
 	memset(t, 0, sizeof(*t));
 	t->membarrier = c->membarrier;
 	t->arms = c->arms;
+	t->catchup_ns = c->catchup_ns;
+	t->catchup_pauses = c->catchup_pauses;
 	return 0;
 }
 

@@ -17,6 +17,8 @@ struct evs_tuning {
 				  * arms with membarrier() */
 	uint32_t tsc_timestamps; /* producer: timestamp_ns is read from the TSC */
 	uint64_t arms;           /* consumer: times it armed its wakeup */
+	uint64_t catchup_ns;     /* consumer: its catch-up pause (EVSTREAM_CATCHUP_NS) */
+	uint64_t catchup_pauses; /* consumer: pauses it made */
 };
 
 EVS_API int evs__producer_tuning(const struct evs_producer *p, unsigned int core,

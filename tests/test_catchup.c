@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The consumer's catch-up pause (transport/consumer.c): after a look at the
+ * producer's position that found records, the consumer that has read them
+ * all waits EVSTREAM_CATCHUP_NS before it looks again. These tests pin down
+ * when it pauses, that a pause never hides a record that is there when it
+ * ends, and that the wakeup protocol around it stays exact. How much it
+ * gains is evs-bench's to say, not a test's.
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "evstream-private/introspect.h"
+
+struct pair {
+	struct evs_producer *p;
+	struct evs_consumer *c;
+};
+
+static void pair_open(struct pair *pr)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 1u << 20, .max_events = 1024,
+		 .hugepages = EVS_HUGEPAGES_OFF);
+
+	pr->p = evs_producer__new(NULL, 1, &o);
+	ck_assert_msg(pr->p, "producer: %s", evs_errmsg());
+	pr->c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(pr->c, "consumer: %s", evs_errmsg());
+}
+
+static void pair_close(struct pair *pr)
+{
+	evs_consumer__free(pr->c);
+	evs_producer__free(pr->p);
+}
+
+static struct evs_tuning tuning_of(const struct evs_consumer *c)
+{
+	struct evs_tuning t;
+
+	ck_assert_int_eq(evs__consumer_tuning(c, &t), 0);
+	return t;
+}
+
+static uint64_t pauses(const struct evs_consumer *c)
+{
+	return tuning_of(c).catchup_pauses;
+}
+
+static void emit(struct pair *pr, uint64_t v)
+{
+	ck_assert_int_eq(evs_producer__emit(pr->p, 0, 1, &v, sizeof(v)), 0);
+}
+
+/* Peek the next record, check it is v, release it. */
+static void read_expect(struct pair *pr, uint64_t v)
+{
+	struct evs_record rec;
+	uint64_t got;
+
+	ck_assert_int_eq(evs_consumer__peek(pr->c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.data_size, sizeof(got));
+	memcpy(&got, rec.data, sizeof(got));
+	ck_assert_uint_eq(got, v);
+	ck_assert_int_eq(evs_consumer__release(pr->c), 0);
+}
+
+static void peek_empty(struct pair *pr)
+{
+	struct evs_record rec;
+
+	ck_assert_int_eq(evs_consumer__peek(pr->c, &rec), -EAGAIN);
+}
+
+START_TEST(test_catchup_default_and_environment)
+{
+	struct pair pr;
+
+	unsetenv("EVSTREAM_CATCHUP_NS");
+	pair_open(&pr);
+	ck_assert_uint_eq(tuning_of(pr.c).catchup_ns, 2000);
+	evs_consumer__free(pr.c);
+
+	setenv("EVSTREAM_CATCHUP_NS", "250", 1);
+	pr.c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(pr.c, "consumer: %s", evs_errmsg());
+	ck_assert_uint_eq(tuning_of(pr.c).catchup_ns, 250);
+	evs_consumer__free(pr.c);
+
+	setenv("EVSTREAM_CATCHUP_NS", "0", 1);
+	pr.c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(pr.c, "consumer: %s", evs_errmsg());
+	ck_assert_uint_eq(tuning_of(pr.c).catchup_ns, 0);
+	pair_close(&pr);
+}
+END_TEST
+
+/* A bad value is refused by name, with what is allowed. */
+static const char *const bad_values[] = { "soon", "-1", "1000001", "1us", "" };
+
+START_TEST(test_catchup_bad_value_refused_by_name)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 1u << 20, .max_events = 1024,
+		 .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+	struct evs_consumer *c;
+
+	ck_assert_msg(p, "producer: %s", evs_errmsg());
+	setenv("EVSTREAM_CATCHUP_NS", bad_values[_i], 1);
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(!c, "EVSTREAM_CATCHUP_NS='%s' was taken", bad_values[_i]);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_msg(strstr(evs_errmsg(), "EVSTREAM_CATCHUP_NS"), "message: %s", evs_errmsg());
+	ck_assert_msg(strstr(evs_errmsg(), "nanoseconds"), "message: %s", evs_errmsg());
+	/* the refused connect claimed nothing */
+	unsetenv("EVSTREAM_CATCHUP_NS");
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(c, "consumer after a refused one: %s", evs_errmsg());
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* It pauses only when the last look found records, once per spell. */
+START_TEST(test_catchup_pauses_after_records_only)
+{
+	struct pair pr;
+
+	unsetenv("EVSTREAM_CATCHUP_NS");
+	pair_open(&pr);
+	peek_empty(&pr);          /* found nothing: no reason to wait */
+	peek_empty(&pr);
+	ck_assert_uint_eq(pauses(pr.c), 0);
+
+	emit(&pr, 1);
+	emit(&pr, 2);
+	read_expect(&pr, 1);      /* this look found two records */
+	read_expect(&pr, 2);      /* known: no look */
+	ck_assert_uint_eq(pauses(pr.c), 0);
+	peek_empty(&pr);          /* caught up after records: pause, then look */
+	ck_assert_uint_eq(pauses(pr.c), 1);
+	peek_empty(&pr);          /* that look found nothing: look at once */
+	peek_empty(&pr);
+	ck_assert_uint_eq(pauses(pr.c), 1);
+	pair_close(&pr);
+}
+END_TEST
+
+/* A record that is there when the pause ends is returned by that same
+ * peek (or peek_next): the pause delays a look, it never answers empty. */
+START_TEST(test_catchup_pause_never_hides_a_record)
+{
+	struct pair pr;
+	struct evs_record rec;
+	uint64_t v;
+
+	unsetenv("EVSTREAM_CATCHUP_NS");
+	pair_open(&pr);
+	for (v = 1; v <= 100; v++) {
+		emit(&pr, v);
+		read_expect(&pr, v);  /* every look after the first pauses */
+	}
+	ck_assert_uint_eq(pauses(pr.c), 99);
+
+	/* peek_next looks past the records it holds */
+	emit(&pr, 101);
+	ck_assert_int_eq(evs_consumer__peek(pr.c, &rec), 0);
+	emit(&pr, 102);
+	ck_assert_int_eq(evs_consumer__peek_next(pr.c, &rec), 0);
+	memcpy(&v, rec.data, sizeof(v));
+	ck_assert_uint_eq(v, 102);
+	ck_assert_uint_eq(pauses(pr.c), 101);
+	ck_assert_int_eq(evs_consumer__peek_next(pr.c, &rec), -EAGAIN);
+	ck_assert_uint_eq(pauses(pr.c), 102);
+	ck_assert_int_eq(evs_consumer__release(pr.c), 0);
+	ck_assert_int_eq(evs_consumer__release(pr.c), 0);
+	pair_close(&pr);
+}
+END_TEST
+
+START_TEST(test_catchup_off_never_pauses)
+{
+	struct pair pr;
+
+	setenv("EVSTREAM_CATCHUP_NS", "0", 1);
+	pair_open(&pr);
+	for (uint64_t v = 1; v <= 10; v++) {
+		emit(&pr, v);
+		read_expect(&pr, v);
+		peek_empty(&pr);
+	}
+	ck_assert_uint_eq(pauses(pr.c), 0);
+	pair_close(&pr);
+}
+END_TEST
+
+static bool fd_readable(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+/* prepare_wait right after a busy spell pauses, then looks; it arms only
+ * when the ring is empty after the pause, and the fd is then readable
+ * exactly when records come. */
+START_TEST(test_catchup_prepare_wait_stays_exact)
+{
+	struct pair pr;
+	int fd;
+
+	unsetenv("EVSTREAM_CATCHUP_NS");
+	pair_open(&pr);
+	fd = evs_consumer__fd(pr.c);
+	emit(&pr, 1);
+	emit(&pr, 2);
+	read_expect(&pr, 1);
+	/* a record we know of: nothing to wait for, no pause, no arm */
+	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), -EAGAIN);
+	ck_assert_uint_eq(pauses(pr.c), 0);
+	read_expect(&pr, 2);
+	/* caught up after records: pause, look, find 3, do not arm */
+	emit(&pr, 3);
+	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), -EAGAIN);
+	ck_assert_uint_eq(pauses(pr.c), 1);
+	read_expect(&pr, 3);
+	/* pause, look, find nothing: armed, not readable */
+	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), 0);
+	ck_assert_uint_eq(pauses(pr.c), 2);
+	ck_assert_uint_eq(tuning_of(pr.c).arms, 1);
+	ck_assert(!fd_readable(fd));
+	emit(&pr, 4);
+	ck_assert(fd_readable(fd));
+	read_expect(&pr, 4);
+	/* the last look found nothing: the next ones do not pause */
+	ck_assert_uint_eq(pauses(pr.c), 2);
+	pair_close(&pr);
+}
+END_TEST
+
+/* Two threads: with pauses in the hand-over, every record arrives once, in
+ * order, and a consumer that sleeps between spells is woken for the last. */
+struct spell_ctx {
+	struct evs_producer *p;
+	uint64_t n;
+};
+
+static void *spell_producer(void *arg)
+{
+	struct spell_ctx *x = arg;
+
+	for (uint64_t v = 0; v < x->n; v++) {
+		while (evs_producer__emit(x->p, 0, 1, &v, sizeof(v)) == -ENOBUFS)
+			;
+		if (v % 4096 == 4095)
+			usleep(200); /* let the consumer sleep between spells */
+	}
+	return NULL;
+}
+
+START_TEST(test_catchup_two_threads_in_order_and_woken)
+{
+	struct spell_ctx x = { .n = 200000 };
+	struct pair pr;
+	pthread_t t;
+	uint64_t want = 0;
+
+	unsetenv("EVSTREAM_CATCHUP_NS");
+	pair_open(&pr);
+	x.p = pr.p;
+	ck_assert_int_eq(pthread_create(&t, NULL, spell_producer, &x), 0);
+	while (want < x.n) {
+		struct evs_record rec;
+		uint64_t got;
+		int err = evs_consumer__peek(pr.c, &rec);
+
+		if (err == -EAGAIN) {
+			/* no timeout: a lost wakeup hangs here, and the
+			 * test's deadline fails it */
+			ck_assert_int_eq(evs_consumer__wait(pr.c, -1), 0);
+			continue;
+		}
+		EVS_CHECK(err == 0, "peek: %d", err);
+		memcpy(&got, rec.data, sizeof(got));
+		EVS_CHECK(got == want, "got %" PRIu64 ", want %" PRIu64, got, want);
+		evs_consumer__release(pr.c);
+		want++;
+	}
+	pthread_join(t, NULL);
+	ck_assert(pauses(pr.c) > 0);
+	pair_close(&pr);
+}
+END_TEST
+
+static Suite *catchup_suite(void)
+{
+	Suite *s = suite_create("catchup");
+	TCase *tc = evs_tcase("catchup");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_catchup_default_and_environment);
+	tcase_add_loop_test(tc, test_catchup_bad_value_refused_by_name, 0,
+			    (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+	tcase_add_test(tc, test_catchup_pauses_after_records_only);
+	tcase_add_test(tc, test_catchup_pause_never_hides_a_record);
+	tcase_add_test(tc, test_catchup_off_never_pauses);
+	tcase_add_test(tc, test_catchup_prepare_wait_stays_exact);
+	tcase_add_test(tc, test_catchup_two_threads_in_order_and_woken);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return evs_run_suite(catchup_suite());
+}
