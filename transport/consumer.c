@@ -395,10 +395,8 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 	/* records we know of: nothing to look at */
 	if (consumer_read_pos(c) != c->prod_cache)
 		return -EAGAIN;
-	/* about to sleep right after a busy spell: a record that comes
-	 * within catchup_ns is then read without a wakeup */
-	if (c->following)
-		consumer_catch_up(c);
+	/* no catch-up pause here: the debug-stream API arms after each read,
+	 * before it hands that record out, which a pause would delay */
 	for (;;) {
 		err = consumer_fill(c);
 		c->following = err == 0 && c->catchup_ns;
