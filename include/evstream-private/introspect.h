@@ -31,6 +31,6 @@ EVS_API void evs__ring_copy(void *dst, const void *src, size_t n);
 
 /* Drops reach the drop tracepoint in batches of at most this many
  * (transport/probes.h). */
-#define EVS__DROP_BATCH 1024u
+#define EVS__DROP_BATCH 4096u
 
 #endif
