@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "consumer.h"
 #include "evstream-private/introspect.h"
 
 struct pair {
@@ -124,23 +125,26 @@ START_TEST(test_catchup_bad_value_refused_by_name)
 }
 END_TEST
 
-/* It pauses only when the last look found records, once per spell. */
-START_TEST(test_catchup_pauses_after_records_only)
+/* It pauses only when records came faster than it looked (found after
+ * fewer than EVS_CATCHUP_QUIET_LOOKS empty looks), once per spell. */
+START_TEST(test_catchup_pauses_when_records_come_faster_than_looks)
 {
 	struct pair pr;
 
 	unsetenv("EVSTREAM_CATCHUP_NS");
 	pair_open(&pr);
-	peek_empty(&pr);          /* found nothing: no reason to wait */
 	peek_empty(&pr);
+	emit(&pr, 1);
+	read_expect(&pr, 1);      /* the first records after idling ... */
+	peek_empty(&pr);          /* ... are not followed by a pause */
 	ck_assert_uint_eq(pauses(pr.c), 0);
 
-	emit(&pr, 1);
 	emit(&pr, 2);
-	read_expect(&pr, 1);      /* this look found two records */
-	read_expect(&pr, 2);      /* known: no look */
+	emit(&pr, 3);
+	read_expect(&pr, 2);      /* found after one empty look: following */
+	read_expect(&pr, 3);      /* known: no look */
 	ck_assert_uint_eq(pauses(pr.c), 0);
-	peek_empty(&pr);          /* caught up after records: pause, then look */
+	peek_empty(&pr);          /* caught up: pause, then look */
 	ck_assert_uint_eq(pauses(pr.c), 1);
 	peek_empty(&pr);          /* that look found nothing: look at once */
 	peek_empty(&pr);
@@ -149,34 +153,110 @@ START_TEST(test_catchup_pauses_after_records_only)
 }
 END_TEST
 
+/* A sparse stream, whose reader looks many times between records, is
+ * never slowed: only a record found within fewer empty looks is. */
+START_TEST(test_catchup_sparse_stream_never_pauses)
+{
+	struct pair pr;
+	uint64_t v;
+
+	unsetenv("EVSTREAM_CATCHUP_NS");
+	pair_open(&pr);
+	for (v = 1; v <= 20; v++) {
+		for (int k = 0; k < EVS_CATCHUP_QUIET_LOOKS; k++)
+			peek_empty(&pr);
+		emit(&pr, v);
+		read_expect(&pr, v);
+	}
+	ck_assert_uint_eq(pauses(pr.c), 0);
+	/* one empty look fewer: records came faster than it looked */
+	for (int k = 0; k < EVS_CATCHUP_QUIET_LOOKS - 1; k++)
+		peek_empty(&pr);
+	emit(&pr, v);
+	read_expect(&pr, v);
+	peek_empty(&pr);
+	ck_assert_uint_eq(pauses(pr.c), 1);
+	pair_close(&pr);
+}
+END_TEST
+
+/* Records that fill EVS_CATCHUP_MIN_BYTES: a busy producer's spell. */
+#define SPELL (EVS_CATCHUP_MIN_BYTES / 72 + 1) /* 8-byte payloads: 72-byte records */
+
+static void emit_spell(struct pair *pr, uint64_t first)
+{
+	for (uint64_t v = first; v < first + SPELL; v++)
+		emit(pr, v);
+}
+
 /* A record that is there when the pause ends is returned by that same
  * peek (or peek_next): the pause delays a look, it never answers empty. */
 START_TEST(test_catchup_pause_never_hides_a_record)
 {
 	struct pair pr;
 	struct evs_record rec;
-	uint64_t v;
+	uint64_t v = 0, got;
 
 	unsetenv("EVSTREAM_CATCHUP_NS");
 	pair_open(&pr);
-	for (v = 1; v <= 100; v++) {
-		emit(&pr, v);
-		read_expect(&pr, v);  /* every look after the first pauses */
+	emit(&pr, v);
+	read_expect(&pr, v++);    /* after idling: not following */
+	for (int spell = 0; spell < 10; spell++) {
+		emit_spell(&pr, v);
+		/* the first look finds a spell at once: following; each
+		 * later one pauses first and finds a whole spell */
+		for (uint64_t k = 0; k < SPELL; k++)
+			read_expect(&pr, v++);
 	}
-	ck_assert_uint_eq(pauses(pr.c), 99);
+	ck_assert_uint_eq(pauses(pr.c), 9);
 
 	/* peek_next looks past the records it holds */
-	emit(&pr, 101);
-	ck_assert_int_eq(evs_consumer__peek(pr.c, &rec), 0);
-	emit(&pr, 102);
+	emit_spell(&pr, v);
+	for (uint64_t k = 0; k < SPELL; k++) {
+		ck_assert_int_eq(k ? evs_consumer__peek_next(pr.c, &rec) :
+				     evs_consumer__peek(pr.c, &rec), 0);
+		memcpy(&got, rec.data, sizeof(got));
+		ck_assert_uint_eq(got, v + k);
+	}
+	ck_assert_uint_eq(pauses(pr.c), 10);
+	emit_spell(&pr, v + SPELL);
 	ck_assert_int_eq(evs_consumer__peek_next(pr.c, &rec), 0);
-	memcpy(&v, rec.data, sizeof(v));
-	ck_assert_uint_eq(v, 102);
-	ck_assert_uint_eq(pauses(pr.c), 101);
+	memcpy(&got, rec.data, sizeof(got));
+	ck_assert_uint_eq(got, v + SPELL);
+	ck_assert_uint_eq(pauses(pr.c), 11);
+	for (uint64_t k = 1; k < SPELL; k++)
+		ck_assert_int_eq(evs_consumer__peek_next(pr.c, &rec), 0);
 	ck_assert_int_eq(evs_consumer__peek_next(pr.c, &rec), -EAGAIN);
-	ck_assert_uint_eq(pauses(pr.c), 102);
-	ck_assert_int_eq(evs_consumer__release(pr.c), 0);
-	ck_assert_int_eq(evs_consumer__release(pr.c), 0);
+	ck_assert_uint_eq(pauses(pr.c), 12);
+	for (uint64_t k = 0; k < 2 * SPELL; k++)
+		ck_assert_int_eq(evs_consumer__release(pr.c), 0);
+	pair_close(&pr);
+}
+END_TEST
+
+/* A pause that finds less than a busy spell (records 1 us apart, a 2 us
+ * pause) ends the pausing: the records after it are not delayed. */
+START_TEST(test_catchup_stops_when_a_pause_finds_little)
+{
+	struct pair pr;
+
+	unsetenv("EVSTREAM_CATCHUP_NS");
+	pair_open(&pr);
+	emit(&pr, 1);
+	read_expect(&pr, 1);
+	emit(&pr, 2);
+	read_expect(&pr, 2);      /* found at once: following */
+	emit(&pr, 3);
+	read_expect(&pr, 3);      /* paused, found one record: stop */
+	ck_assert_uint_eq(pauses(pr.c), 1);
+	for (uint64_t v = 4; v < 24; v++) {
+		for (int k = 0; k < EVS_CATCHUP_QUIET_LOOKS; k++)
+			peek_empty(&pr);
+		emit(&pr, v);
+		read_expect(&pr, v);
+	}
+	peek_empty(&pr);
+	ck_assert_uint_eq(pauses(pr.c), 1);
 	pair_close(&pr);
 }
 END_TEST
@@ -233,11 +313,9 @@ START_TEST(test_catchup_prepare_wait_stays_exact)
 	emit(&pr, 4);
 	ck_assert(fd_readable(fd));
 	read_expect(&pr, 4);
-	/* that look found records: a peek that finds the ring empty next
-	 * pauses first, once */
+	/* the first record after a sleep is not followed by a pause */
 	peek_empty(&pr);
-	peek_empty(&pr);
-	ck_assert_uint_eq(pauses(pr.c), 1);
+	ck_assert_uint_eq(pauses(pr.c), 0);
 	pair_close(&pr);
 }
 END_TEST
@@ -305,8 +383,10 @@ static Suite *catchup_suite(void)
 	tcase_add_test(tc, test_catchup_default_and_environment);
 	tcase_add_loop_test(tc, test_catchup_bad_value_refused_by_name, 0,
 			    (int)(sizeof(bad_values) / sizeof(bad_values[0])));
-	tcase_add_test(tc, test_catchup_pauses_after_records_only);
+	tcase_add_test(tc, test_catchup_pauses_when_records_come_faster_than_looks);
+	tcase_add_test(tc, test_catchup_sparse_stream_never_pauses);
 	tcase_add_test(tc, test_catchup_pause_never_hides_a_record);
+	tcase_add_test(tc, test_catchup_stops_when_a_pause_finds_little);
 	tcase_add_test(tc, test_catchup_off_never_pauses);
 	tcase_add_test(tc, test_catchup_prepare_wait_stays_exact);
 	tcase_add_test(tc, test_catchup_two_threads_in_order_and_woken);

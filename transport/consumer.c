@@ -120,12 +120,14 @@ static inline void spin_pause(void)
  * each: every look at prod_pos then pulls the producer's lines over while
  * the producer writes them, and a record costs a cache-line round trip
  * instead of a few instructions (docs/design-notes.md, "Catch-up pause").
- * So when the last look found records and we have read them all, we stay
+ * So when records come faster than we look (a look found some after fewer
+ * than EVS_CATCHUP_QUIET_LOOKS empty ones) and we have read them all, we stay
  * off the shared lines for catchup_ns before looking again: the producer
  * writes on undisturbed and the next look finds a batch. A look that finds
- * nothing ends it, so records further apart than catchup_ns are seen at
- * once; a record that follows another more closely can be seen up to
- * catchup_ns later.
+ * nothing, or less than EVS_CATCHUP_MIN_BYTES after a pause, ends it. A sparse stream (at 1 M/s a spinning reader looks dozens
+ * of times between records) and the first record after a sleep are never
+ * followed by a pause; a record that follows another within catchup_ns
+ * while the producer is busy can be seen up to catchup_ns later.
  */
 static __attribute__((noinline)) void consumer_catch_up(struct evs_consumer *c)
 {
@@ -136,13 +138,31 @@ static __attribute__((noinline)) void consumer_catch_up(struct evs_consumer *c)
 		spin_pause();
 }
 
+/* Count how the looks at prod_pos go (err: consumer_fill()'s answer;
+ * paused: the look came after a pause). */
+static inline void consumer_note_look(struct evs_consumer *c, int err, bool paused)
+{
+	if (err == 0) {
+		if (paused)
+			c->following = c->prod_cache - consumer_read_pos(c) >= EVS_CATCHUP_MIN_BYTES;
+		else
+			c->following = c->catchup_ns && c->quiet_looks < EVS_CATCHUP_QUIET_LOOKS;
+		c->quiet_looks = 0;
+		return;
+	}
+	c->following = false;
+	if (c->quiet_looks < EVS_CATCHUP_QUIET_LOOKS)
+		c->quiet_looks++;
+}
+
 /* The ring looked empty by what we knew: look at prod_pos. off is where
  * the next record will start. */
 static int consumer_look(struct evs_consumer *c, uint64_t off)
 {
+	bool paused = c->following;
 	int err;
 
-	if (c->following)
+	if (paused)
 		consumer_catch_up(c);
 	/* start pulling the next header's line now, so that when prod_pos
 	 * moves both lines cross from the producer's core at once instead of
@@ -150,7 +170,7 @@ static int consumer_look(struct evs_consumer *c, uint64_t off)
 	 * acquire) */
 	__builtin_prefetch(c->data + off);
 	err = consumer_fill(c);
-	c->following = err == 0 && c->catchup_ns;
+	consumer_note_look(c, err, paused);
 	return err;
 }
 
@@ -383,7 +403,7 @@ static int consumer_drop_stale_kick(struct evs_consumer *c)
  *    not been read yet. We read (drain) it only when the ring is empty, so
  *    the fd stays readable while records are pending.
  */
-EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
+static int consumer_prepare_wait(struct evs_consumer *c)
 {
 	uint64_t v;
 	int err;
@@ -399,7 +419,7 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 	 * before it hands that record out, which a pause would delay */
 	for (;;) {
 		err = consumer_fill(c);
-		c->following = err == 0 && c->catchup_ns;
+		consumer_note_look(c, err, false);
 		if (err == 0)
 			return -EAGAIN;
 		if (err != -EAGAIN)
@@ -449,8 +469,20 @@ EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
 	}
 }
 
+EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c)
+{
+	int err = consumer_prepare_wait(c);
+
+	/* about to sleep: what comes next starts a new spell */
+	if (err == 0)
+		c->quiet_looks = EVS_CATCHUP_QUIET_LOOKS;
+	return err;
+}
+
 void evs_consumer_arm_at_start(struct evs_consumer *c)
 {
+	/* nothing seen yet: the first records start a spell */
+	c->quiet_looks = EVS_CATCHUP_QUIET_LOOKS;
 	/* evs_stream_activate() armed the word; records left by the consumer
 	 * before us are not going to make the producer kick */
 	c->armed = true;

@@ -16,6 +16,14 @@
 
 struct evs_stream;
 
+/* Records found after fewer empty looks than this come faster than the
+ * consumer looks: it pauses before its next look (consumer.c). */
+#define EVS_CATCHUP_QUIET_LOOKS 8
+/* A look after a pause that finds fewer bytes than this says the producer
+ * is not that busy (at 1 M/s, a 2 us pause finds two records): no more
+ * pauses until records come faster than the consumer looks again. */
+#define EVS_CATCHUP_MIN_BYTES 2048
+
 struct evs_consumer {
 	/* Hot. */
 	uint64_t cons_pos;
@@ -31,9 +39,11 @@ struct evs_consumer {
 	const struct evs_shm_prod *prod;
 	struct evs_shm_cons *cons;
 	int broken;               /* sticky -EBADMSG */
-	/* The last look at prod_pos found records: a look that finds none
-	 * next waits catchup_ns first (consumer.c, consumer_catch_up()). */
+	/* Records came faster than we looked: the next look that would find
+	 * the ring empty waits catchup_ns first (consumer.c, consumer_catch_up()). */
 	bool following;
+	uint32_t quiet_looks;     /* empty looks since records were found, at most
+				   * EVS_CATCHUP_QUIET_LOOKS */
 	uint64_t catchup_ns;      /* 0: never wait */
 	uint64_t catchup_pauses;
 	/* Lengths of the held records after the oldest, oldest first
