@@ -105,15 +105,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline void spin_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	barrier();
-#endif
-}
-
 /*
  * The catch-up pause. A consumer that keeps up with a busy producer reads
  * every record as soon as it is published and finds the ring empty after
@@ -134,8 +125,11 @@ static __attribute__((noinline)) void consumer_catch_up(struct evs_consumer *c)
 	uint64_t end = now_ns() + c->catchup_ns;
 
 	c->catchup_pauses++;
+	/* no PAUSE instruction: in a KVM guest a loop of them exits to the
+	 * hypervisor (pause-loop exiting), which can take the vCPU away for
+	 * longer than the pause (docs/benchmarks.md, "Method") */
 	while (now_ns() < end)
-		spin_pause();
+		barrier();
 }
 
 /* Count how the looks at prod_pos go (err: consumer_fill()'s answer;
