@@ -76,6 +76,17 @@ static void peek_empty(struct pair *pr)
 	ck_assert_int_eq(evs_consumer__peek(pr->c, &rec), -EAGAIN);
 }
 
+/* A record that comes after the reader found the ring empty this many
+ * times: a stream sparser than the reader's looks when looks >=
+ * EVS_CATCHUP_QUIET_LOOKS. */
+static void read_after_looks(struct pair *pr, uint64_t v, int looks)
+{
+	for (int k = 0; k < looks; k++)
+		peek_empty(pr);
+	emit(pr, v);
+	read_expect(pr, v);
+}
+
 START_TEST(test_catchup_default_and_environment)
 {
 	struct pair pr;
@@ -162,18 +173,11 @@ START_TEST(test_catchup_sparse_stream_never_pauses)
 
 	unsetenv("EVSTREAM_CATCHUP_NS");
 	pair_open(&pr);
-	for (v = 1; v <= 20; v++) {
-		for (int k = 0; k < EVS_CATCHUP_QUIET_LOOKS; k++)
-			peek_empty(&pr);
-		emit(&pr, v);
-		read_expect(&pr, v);
-	}
+	for (v = 1; v <= 20; v++)
+		read_after_looks(&pr, v, EVS_CATCHUP_QUIET_LOOKS);
 	ck_assert_uint_eq(pauses(pr.c), 0);
 	/* one empty look fewer: records came faster than it looked */
-	for (int k = 0; k < EVS_CATCHUP_QUIET_LOOKS - 1; k++)
-		peek_empty(&pr);
-	emit(&pr, v);
-	read_expect(&pr, v);
+	read_after_looks(&pr, v, EVS_CATCHUP_QUIET_LOOKS - 1);
 	peek_empty(&pr);
 	ck_assert_uint_eq(pauses(pr.c), 1);
 	pair_close(&pr);
@@ -249,12 +253,8 @@ START_TEST(test_catchup_stops_when_a_pause_finds_little)
 	emit(&pr, 3);
 	read_expect(&pr, 3);      /* paused, found one record: stop */
 	ck_assert_uint_eq(pauses(pr.c), 1);
-	for (uint64_t v = 4; v < 24; v++) {
-		for (int k = 0; k < EVS_CATCHUP_QUIET_LOOKS; k++)
-			peek_empty(&pr);
-		emit(&pr, v);
-		read_expect(&pr, v);
-	}
+	for (uint64_t v = 4; v < 24; v++)
+		read_after_looks(&pr, v, EVS_CATCHUP_QUIET_LOOKS);
 	peek_empty(&pr);
 	ck_assert_uint_eq(pauses(pr.c), 1);
 	pair_close(&pr);

@@ -112,13 +112,14 @@ static uint64_t now_ns(void)
  * the producer writes them, and a record costs a cache-line round trip
  * instead of a few instructions (docs/design-notes.md, "Catch-up pause").
  * So when records come faster than we look (a look found some after fewer
- * than EVS_CATCHUP_QUIET_LOOKS empty ones) and we have read them all, we stay
- * off the shared lines for catchup_ns before looking again: the producer
- * writes on undisturbed and the next look finds a batch. A look that finds
- * nothing, or less than EVS_CATCHUP_MIN_BYTES after a pause, ends it. A sparse stream (at 1 M/s a spinning reader looks dozens
- * of times between records) and the first record after a sleep are never
- * followed by a pause; a record that follows another within catchup_ns
- * while the producer is busy can be seen up to catchup_ns later.
+ * than EVS_CATCHUP_QUIET_LOOKS empty ones) and we have read them all, we
+ * stay off the shared lines for catchup_ns before looking again: the
+ * producer writes on undisturbed and the next look finds a batch. A look
+ * that finds nothing, or less than EVS_CATCHUP_MIN_BYTES after a pause,
+ * ends it. A sparse stream (at 1 M/s a spinning reader looks dozens of
+ * times between records) and the first record after a sleep are never
+ * followed by a pause; while the producer is busy, a record can be seen up
+ * to catchup_ns later.
  */
 static __attribute__((noinline)) void consumer_catch_up(struct evs_consumer *c)
 {
