@@ -17,6 +17,7 @@
  * chunk of a half-read record. Within one reader, a sequence number at or
  * below one already written is a duplicate and is skipped.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -587,8 +588,34 @@ static int save_summary(struct reader *r)
 
 /* ------------------------------------------------------------ setup */
 
-/* The top directory: made if missing, refused if it holds a dump, and
- * checked writable now; its summary.json is written, whole, at the end. */
+/* 1 when the directory dirfd holds anything, 0 when empty, -errno. */
+static int dir_has_entries(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int found = 0;
+
+	if (!d) {
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
+		errno = err;
+		return -err;
+	}
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			found = 1;
+			break;
+		}
+	closedir(d);
+	return found;
+}
+
+/* The top directory: made if missing, refused unless empty (a dump, or
+ * what a killed reader left, which has no summary.json: that is written,
+ * whole, at the end), and checked writable now. */
 static int out_open(struct reader *r)
 {
 	char path[4096];
@@ -610,13 +637,14 @@ static int out_open(struct reader *r)
 	r->outfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (r->outfd < 0)
 		goto fail;
-	if (faccessat(r->outfd, "index.jsonl", F_OK, 0) == 0) {
+	switch (dir_has_entries(r->outfd)) {
+	case 0:
+		break;
+	case 1:
 		errno = EEXIST;
 		goto exists;
-	}
-	if (faccessat(r->outfd, "summary.json", F_OK, 0) == 0) {
-		errno = EEXIST;
-		goto exists;
+	default:
+		goto fail;
 	}
 	/* writable? (the summary itself appears only whole, at the end) */
 	fd = openat(r->outfd, ".summary.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -626,8 +654,8 @@ static int out_open(struct reader *r)
 	unlinkat(r->outfd, ".summary.json.tmp", 0);
 	return 0;
 exists:
-	fprintf(stderr, "evs-dump: '%s' already holds a dump: remove it or choose another output directory\n",
-		r->out);
+	fprintf(stderr, "evs-dump: '%s' is not empty: it already holds a dump, or what an interrupted "
+		"one left; remove it or choose another output directory\n", r->out);
 	return -EEXIST;
 fail:
 	fprintf(stderr, "evs-dump: cannot write to output directory '%s': %s\n", r->out, strerror(errno));

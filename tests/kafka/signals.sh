@@ -5,6 +5,8 @@
 # within --flush-timeout: what is unacknowledged is purged and counted lost
 # as "shutdown", exit 1; a producer killed mid-run: its rings are drained
 # and forwarded, exit 3. Every time, each core's counts add up.
+# evs-dump --kafka killed mid-run leaves no summary.json, none half
+# written, and a second reader will not write into what it left.
 . "$(dirname "$0")/lib.sh"
 
 start_mock --topic "$TOPIC:4" --topic "$TOPIC-2:4" --topic "$TOPIC-3:4"
@@ -51,3 +53,19 @@ grep -q "producer '$NAME' died" "$T/fwd.err" || fail "the death is not said"
 check_accounts
 [ "$(fwd 'j["lost"]')" -eq 0 ] || fail "events lost after the producer died"
 ok "producer killed: $(fwd 'j["acked"]') events forwarded and acknowledged, exit 3"
+
+# a reader killed mid-run: a summary.json appears only whole, at the end,
+# so none is left (none half-written), and a second reader refuses the
+# directory rather than writing into what the first one left
+start_kdump "$T/killed" --group killed
+wait_for '[ -n "$(find "$T/killed" -name index.jsonl -size +0 2>/dev/null)" ]' 30 ||
+	{ cat "$T/killed.stderr"; fail "evs-dump --kafka wrote nothing to kill"; }
+kill -KILL "$KDUMP_PID"
+wait_pid "$KDUMP_PID" 30
+left=$(find "$T/killed" -name 'summary.json*' -o -name '.summary.json*')
+[ -z "$left" ] || fail "a killed evs-dump --kafka left $(echo $left) ($(stat -c %s $left | tr '\n' ' ')bytes)"
+start_kdump "$T/killed" --until-idle 1 --group killed-2
+wait_pid "$KDUMP_PID" 30; rc=$?
+[ "$rc" -eq 2 ] || { cat "$T/killed.stderr"; fail "a reader into a killed one's directory exited with $rc, not 2"; }
+grep -q "already holds a dump" "$T/killed.stderr" || { cat "$T/killed.stderr"; fail "the refusal is not said"; }
+ok "evs-dump --kafka killed: no summary.json left, the directory refused to a second reader"
