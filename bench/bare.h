@@ -6,6 +6,10 @@
  * that none wraps. Each side keeps a running offset and a cached copy of
  * the other side's position, as evstream does, and publishes its own
  * position after every record. bare.c runs it on two CPUs, cost.c on one.
+ *
+ * Its timestamped form stores one raw TSC read per record in the header:
+ * the least a producer of timestamped records costs, which cost.c times
+ * next to evstream's default producer (one clock read per record).
  */
 #ifndef EVS_BENCH_BARE_H
 #define EVS_BENCH_BARE_H
@@ -17,6 +21,24 @@
 
 #include "evstream/evstream.h"
 #include "evstream-private/introspect.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+/* the cheapest time a record can have: the TSC, unordered, unconverted */
+static inline uint64_t bare_stamp(void)
+{
+	return __rdtsc();
+}
+#else
+#include <time.h>
+static inline uint64_t bare_stamp(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#endif
 
 struct bare_ring {
 	uint8_t *area;
@@ -34,9 +56,11 @@ static inline uint64_t bare_rec_len(uint64_t size)
 	return 64 + ((size + 7) & ~(uint64_t)7);
 }
 
-/* Producer: false when the ring is full. */
-static inline bool bare_push(struct bare_ring *b, struct bare_side *p, const void *src,
-			     uint64_t size, uint64_t seq)
+/* Producer: false when the ring is full. A constant stamp: the compiler
+ * leaves the clock read out of the untimestamped ring altogether. */
+static __attribute__((always_inline)) inline bool
+bare_push_stamped(struct bare_ring *b, struct bare_side *p, const void *src, uint64_t size,
+		  uint64_t seq, bool stamp)
 {
 	uint64_t len = bare_rec_len(size);
 	uint64_t *h;
@@ -51,12 +75,20 @@ static inline bool bare_push(struct bare_ring *b, struct bare_side *p, const voi
 	h[0] = size;
 	h[1] = 1;
 	h[2] = seq;
+	if (stamp)
+		h[3] = bare_stamp();
 	p->pos += len;
 	p->off += len;
 	if (p->off >= b->cap)
 		p->off -= b->cap;
 	atomic_store_explicit(&b->prod_pos, p->pos, memory_order_release);
 	return true;
+}
+
+static inline bool bare_push(struct bare_ring *b, struct bare_side *p, const void *src,
+			     uint64_t size, uint64_t seq)
+{
+	return bare_push_stamped(b, p, src, size, seq, false);
 }
 
 /* Consumer: the next record's header, or NULL when the ring is empty. */

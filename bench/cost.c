@@ -8,7 +8,8 @@
  * 2 MiB ring (timed), then read and release them all (timed). The ring and
  * the records stay in this core's L2, so the figure is the library's own
  * path: the calls, the checks, the header, the positions. The bare ring of
- * bare.c, moving the same records the same way, is measured next to it.
+ * bare.c, moving the same records the same way, is measured next to it,
+ * also with one TSC read per record: the floor of a timestamped record.
  */
 #include <errno.h>
 #include <math.h>
@@ -84,7 +85,17 @@ out:
 	evs_producer__free(p);
 }
 
-static void cost_bare(struct cost *b, const uint8_t *src, int passes)
+static __attribute__((always_inline)) inline void cost_bare_pass(struct bare_ring *ring,
+								  struct bare_side *prod,
+								  const uint8_t *src, uint64_t *n,
+								  bool stamp)
+{
+	/* a batch is a quarter of the ring: never full, never empty */
+	for (int i = 0; i < COST_BATCH; i++)
+		bare_push_stamped(ring, prod, src, COST_SIZE, (*n)++, stamp);
+}
+
+static void cost_bare(struct cost *b, const uint8_t *src, int passes, bool stamp)
 {
 	struct bare_ring ring = { .cap = COST_RING };
 	struct bare_side prod = { 0 }, cons = { 0 };
@@ -97,9 +108,10 @@ static void cost_bare(struct cost *b, const uint8_t *src, int passes)
 	for (int k = 0; k < passes; k++) {
 		uint64_t t0 = cli_now_ns(), t1, t2;
 
-		/* a batch is a quarter of the ring: never full, never empty */
-		for (int i = 0; i < COST_BATCH; i++)
-			bare_push(&ring, &prod, src, COST_SIZE, n++);
+		if (stamp)
+			cost_bare_pass(&ring, &prod, src, &n, true);
+		else
+			cost_bare_pass(&ring, &prod, src, &n, false);
 		t1 = cli_now_ns();
 		for (int i = 0; i < COST_BATCH; i++) {
 			const uint8_t *r = bare_peek(&ring, &cons);
@@ -115,7 +127,8 @@ static void cost_bare(struct cost *b, const uint8_t *src, int passes)
 	b->ok = true;
 }
 
-static void cost_report(const struct cost *e, const struct cost *b, bool timestamps, int passes)
+static void cost_report(const struct cost *e, const struct cost *b, const struct cost *bts,
+			bool timestamps, int passes)
 {
 	rep_obj_begin();
 	rep_int("payload", COST_SIZE);
@@ -126,6 +139,8 @@ static void cost_report(const struct cost *e, const struct cost *b, bool timesta
 	rep_num("consumer_ns", e->ok ? e->cons_ns : NAN);
 	rep_num("bare_producer_ns", b->ok ? b->prod_ns : NAN);
 	rep_num("bare_consumer_ns", b->ok ? b->cons_ns : NAN);
+	/* the bare ring with one TSC read per record: the timestamp's floor */
+	rep_num("bare_ts_producer_ns", bts->ok ? bts->prod_ns : NAN);
 	rep_num("x_bare_producer", e->ok && b->ok ? ratio(e->prod_ns, b->prod_ns) : NAN);
 	rep_num("x_bare_consumer", e->ok && b->ok ? ratio(e->cons_ns, b->cons_ns) : NAN);
 	rep_obj_end();
@@ -142,13 +157,14 @@ void cost_run(void)
 {
 	uint8_t src[COST_SIZE];
 	int passes = bopt.quick ? 200 : 1000;
-	struct cost e = { INFINITY, INFINITY, false }, b = e, ets = e;
+	struct cost e = { INFINITY, INFINITY, false }, b = e, bts = e, ets = e;
 
 	memset(src, 0xa5, sizeof(src));
 	progress("per-event cost");
 	/* halves interleaved, so that all see the same states of the host */
 	for (int half = 0; half < 2; half++) {
-		cost_bare(&b, src, passes / 2);
+		cost_bare(&b, src, passes / 2, false);
+		cost_bare(&bts, src, passes / 2, true);
 		cost_evstream(&e, src, passes / 2, false);
 		cost_evstream(&ets, src, passes / 2, true);
 	}
@@ -160,10 +176,12 @@ void cost_run(void)
 	say("%-34s %10s %10s\n", "", "producer", "consumer");
 	if (b.ok)
 		say("%-34s %8.2f ns %8.2f ns\n", "  limit: bare SPSC ring", b.prod_ns, b.cons_ns);
+	if (bts.ok)
+		say("%-34s %8.2f ns\n", "  limit: bare ring + TSC read", bts.prod_ns);
 	cost_say("  reserve/commit, peek, no-ts", &e, &b);
 	cost_say("  reserve/commit, peek (default)", &ets, &b);
 	rep_section("cost");
-	cost_report(&e, &b, false, passes);
-	cost_report(&ets, &b, true, passes);
+	cost_report(&e, &b, &bts, false, passes);
+	cost_report(&ets, &b, &bts, true, passes);
 	rep_section_end();
 }

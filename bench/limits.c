@@ -6,6 +6,7 @@
  * a raw eventfd wakeup between two threads.
  */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 
+#include "bare.h"
 #include "bench.h"
 #include "evstream/evstream.h"
 #include "evstream-private/introspect.h"
@@ -66,6 +68,24 @@ static double clock_cost(void)
 		x += cli_now_ns();
 	__asm__ __volatile__("" : : "r"(x));
 	return (double)(cli_now_ns() - t0) / n;
+}
+
+/* Back-to-back TSC reads, as a timestamped record makes one: how many a
+ * core can make at most (bare.h's bare_stamp()). Best of some passes. */
+static double tsc_read_cost(void)
+{
+	double best = INFINITY;
+
+	for (int k = 0; k < 20; k++) {
+		uint64_t t0 = cli_now_ns(), x = 0;
+		const int n = 100000;
+
+		for (int i = 0; i < n; i++)
+			x += bare_stamp();
+		__asm__ __volatile__("" : : "r"(x));
+		best = fmin(best, (double)(cli_now_ns() - t0) / n);
+	}
+	return best;
 }
 
 /* ------------------------------------------------- cache line ping-pong */
@@ -260,12 +280,14 @@ struct tput limit_ring_copy(size_t size)
 void limits_run(void)
 {
 	struct lat line_oneway, efd_wake, efd_wake_poll, hiccup;
-	double clock_ns, memcpy_hot_gb_s, hiccup_lost, hiccup_per_s;
+	double clock_ns, tsc_ns, memcpy_hot_gb_s, hiccup_lost, hiccup_per_s;
 
 	memcpy_areas();
 	say("\n== limits (same run, CPUs %d and %d)\n", BENCH_CPU_PRODUCER, BENCH_CPU_CONSUMER);
 	clock_ns = clock_cost();
 	say("clock_gettime(CLOCK_MONOTONIC)   %8.1f ns per call\n", clock_ns);
+	tsc_ns = tsc_read_cost();
+	say("TSC read (rdtsc), back to back   %8.1f ns per read\n", tsc_ns);
 	memcpy_hot_gb_s = copy_bw(1 << 20, mc_dst, 2 << 20, mc_src, bopt.quick ? 0.1 : 0.3, false).gb_s;
 	say("memcpy 1 MiB within 2 MiB (cache)  %8.2f GB/s\n", memcpy_hot_gb_s);
 
@@ -287,6 +309,10 @@ void limits_run(void)
 	rep_obj_begin();
 	rep_str("name", "clock_gettime_ns");
 	rep_num("value", clock_ns);
+	rep_obj_end();
+	rep_obj_begin();
+	rep_str("name", "tsc_read_ns");
+	rep_num("value", tsc_ns);
 	rep_obj_end();
 	rep_obj_begin();
 	rep_str("name", "memcpy_hot");

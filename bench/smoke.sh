@@ -190,6 +190,11 @@ for x in c:
     for side in ("producer", "consumer"):
         assert x[side + "_ns"] > 0 and x["bare_" + side + "_ns"] > 0, x
         assert abs(x["x_bare_" + side] - x[side + "_ns"] / x["bare_" + side + "_ns"]) < 1e-3 * x["x_bare_" + side], x
+    # the timestamp's floor: the bare ring's producer with one TSC read a record
+    assert x["bare_ts_producer_ns"] > 0, x
+# a TSC read back to back, next to clock_gettime()
+tsc = next(l for l in limits if l["name"] == "tsc_read_ns")
+assert tsc["value"] > 0, tsc
 for k in ("cpu", "kernel", "clocksource", "producer_clock", "throughput"):
     assert k in t, "missing " + k
 # the producer reads the TSC where it is invariant, whatever the clocksource

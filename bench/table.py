@@ -307,6 +307,9 @@ def limits_line(d):
     x = get(limit(d, "clock_gettime_ns"), "value")
     if x is not None:
         lims.append(f"`clock_gettime()` {fmt(x, 1)} ns")
+    x = get(limit(d, "tsc_read_ns"), "value")
+    if x is not None:
+        lims.append(f"a TSC read (`rdtsc`, back to back) {fmt(x, 1)} ns")
     s = limit(d, "cpu_stolen_from_spinner")
     if s:
         lims.append(f"a thread spinning on CPU 1 lost {100 * s['fraction_lost']:.2f} % of its time in "
@@ -387,13 +390,21 @@ def latency_table(d):
     return "\n".join(out)
 
 
+def bare_ts_clause(c):
+    """The timestamped bare ring next to a timestamped row: the clock read's floor."""
+    x = c.get("bare_ts_producer_ns")
+    if not c.get("timestamps") or x is None:
+        return ""
+    return f"; the bare ring's with one TSC read per record {fmt(x)} ns"
+
+
 def cost_line(d):
     bits = []
     for c in d.get("cost", []):
         bits.append(f"CPU time per {c['payload']}-byte event on one core ({'' if c.get('timestamps') else 'no '}"
                     f"timestamps, ring in L2, best of {c['passes']} passes): producer {fmt(c['producer_ns'])} ns "
-                    f"({times(c['x_bare_producer'])} the bare ring's), consumer {fmt(c['consumer_ns'])} ns "
-                    f"({times(c['x_bare_consumer'])}).")
+                    f"({times(c['x_bare_producer'])} the bare ring's{bare_ts_clause(c)}), consumer "
+                    f"{fmt(c['consumer_ns'])} ns ({times(c['x_bare_consumer'])}).")
     if d.get("drops"):
         s = "A dropped event: " + ", ".join(f"{fmt(x['ns_per_drop'], 1)} ns ({x['cause'].replace('_', ' ')})"
                                            for x in d["drops"])
@@ -538,6 +549,8 @@ def tables(runs, main_run):
         print("|---|---|")
         if "clock_gettime_ns" in lims:
             print(f"| clock_gettime(CLOCK_MONOTONIC), vDSO | {fmt(lims['clock_gettime_ns']['value'], 1)} ns |")
+        if "tsc_read_ns" in lims:
+            print(f"| TSC read (rdtsc), back to back | {fmt(lims['tsc_read_ns']['value'], 1)} ns |")
         if "memcpy_hot" in lims:
             print(f"| memcpy 1 MiB within cache | {fmt(lims['memcpy_hot']['gb_s'], 1)} GB/s |")
         # every throughput row carries the memcpy limit of its payload size
@@ -598,6 +611,8 @@ def tables(runs, main_run):
         print("| | producer | consumer |")
         print("|---|---|---|")
         print(f"| bare SPSC ring | {fmt(c['bare_producer_ns'])} ns | {fmt(c['bare_consumer_ns'])} ns |")
+        if c.get("timestamps") and c.get("bare_ts_producer_ns") is not None:
+            print(f"| bare SPSC ring, one TSC read per record | {fmt(c['bare_ts_producer_ns'])} ns | |")
         print(f"| evstream reserve/commit, peek/release | {fmt(c['producer_ns'])} ns ({fmt(c['x_bare_producer'], 1)}×) | "
               f"{fmt(c['consumer_ns'])} ns ({fmt(c['x_bare_consumer'], 1)}×) |")
         print()
