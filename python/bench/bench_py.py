@@ -20,6 +20,13 @@ B. Throughput with a C producer in another process flat out (2 CPUs: one
    - 1 MiB float32 tensors: ``ev.array()`` per event (zero copy), native
      and fallback, against the C consumer (peek, evs_tensor_parse,
      release) in bytes/s. Neither reads the tensor bytes.
+C. Like for like with the pipe: the pipe's writer blocks when its reader
+   falls behind, so the pipe reader loses nothing; evstream's producer
+   never blocks, and a C producer flat out (B) outruns any Python reader,
+   which then reads a full ring. So: the highest rate a C producer in
+   another process can offer 64-byte events at, into a default stream
+   (65536 events), for 1 s windows, with the native reader losing none,
+   against the pipe reader's rate of B in the same round.
 
 Every worker runs in its own process with EVSTREAM_PY_IMPL set.
 """
@@ -170,6 +177,38 @@ def pipelined(peer, kind, size, secs, consumer):
     return res
 
 
+def paced_trial(peer, rate, secs):
+    """The native reader against a producer offering `rate` events/s: the
+    rate it offered (it may fall short of `rate`) if the reader lost none."""
+    name = "pybench-paced-%d-%d" % (os.getpid(), time.monotonic_ns())
+    prod = subprocess.Popen([peer, "paced", name, "64", str(secs), "%.0f" % rate],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        res = run_worker(["stream", "native", name, 0], impl="native")
+    finally:
+        out, _ = prod.communicate(timeout=600)
+    p = json.loads(out)
+    lost = p["dropped"] or res["events"] != p["emitted"]
+    return None if lost else p["emitted"] / secs
+
+
+def dropfree_rate(peer, secs, start=2e6):
+    """Doubling from `start`, then halving the bracket (geometric) to 15 %."""
+    lo, hi, r = 0.0, None, start
+    for _ in range(12):
+        got = paced_trial(peer, r, secs)
+        if got is None:
+            hi = r
+        elif got < 0.9 * r:
+            return got  # the producer's own limit: nothing was lost at its full speed
+        else:
+            lo = got
+        if hi is not None and (lo and hi / lo < 1.15 or hi <= start / 16):
+            break
+        r = r * 2 if hi is None else (lo * hi) ** 0.5 if lo else hi / 2
+    return lo
+
+
 def pipe_pipelined(peer, size, secs):
     w = subprocess.Popen([peer, "pipe", str(size), str(secs)], stdout=subprocess.PIPE)
     try:
@@ -223,6 +262,7 @@ def main():
     A = {k: [] for k in ("native", "fallback", "pipe", "bare", "call")}
     B = {k: [] for k in ("native64", "fallback64", "pipe64", "c64", "native1M", "fallback1M",
                          "c1M")}
+    C = {"native_dropfree64": []}
     for r in range(args.rounds):
         print("bench: round %d of %d" % (r + 1, args.rounds), file=sys.stderr)
         A["native"].append(run_worker(["iter", "native", n], "native")["ns_per_event"])
@@ -242,7 +282,8 @@ def main():
         B["native1M"].append(bps(pipelined(args.peer, "tensor", 1 << 20, secs, ("native", True))))
         B["fallback1M"].append(bps(pipelined(args.peer, "tensor", 1 << 20, secs,
                                              ("fallback", True))))
-    med = {k: statistics.median(v) for k, v in itertools.chain(A.items(), B.items())}
+        C["native_dropfree64"].append(dropfree_rate(args.peer, 1.0))
+    med = {k: statistics.median(v) for k, v in itertools.chain(A.items(), B.items(), C.items())}
     ratio = lambda a, b: [x / y for x, y in zip(a, b)]      # noqa: E731
     res = {
         "machine": m,
@@ -250,6 +291,7 @@ def main():
         "A_ns_per_event": {k: med[k] for k in A},
         "B_events_per_s": {k: med[k] for k in ("native64", "fallback64", "pipe64", "c64")},
         "B_bytes_per_s": {k: med[k] for k in ("native1M", "fallback1M", "c1M")},
+        "C_events_per_s": {k: med[k] for k in C},
         "ratios": {
             "A: native vs fallback (x faster)": med["fallback"] / med["native"],
             "A: native vs Python pipe reader": med["pipe"] / med["native"],
@@ -258,6 +300,7 @@ def main():
             "B: native vs the C consumer, 64 B": med["native64"] / med["c64"],
             "B: native 1 MiB arrays vs C consumer, bytes/s": med["native1M"] / med["c1M"],
             "B: fallback 1 MiB arrays vs C consumer, bytes/s": med["fallback1M"] / med["c1M"],
+            "C: native drop-free vs Python pipe reader, 64 B": med["native_dropfree64"] / med["pipe64"],
         },
         "ratio_ranges": {
             "A: native vs fallback": (min(ratio(A["fallback"], A["native"])),
@@ -270,6 +313,8 @@ def main():
                                         max(ratio(B["native64"], B["pipe64"]))),
             "B: native 1 MiB vs C": (min(ratio(B["native1M"], B["c1M"])),
                                      max(ratio(B["native1M"], B["c1M"]))),
+            "C: native drop-free vs pipe, 64 B": (min(ratio(C["native_dropfree64"], B["pipe64"])),
+                                                  max(ratio(C["native_dropfree64"], B["pipe64"]))),
         },
     }
     print("A. consumer cost per 64-byte event, events already there (ns, median of %d rounds)"
@@ -282,6 +327,8 @@ def main():
           "C consumer %.3g" % (med["native64"], med["fallback64"], med["pipe64"], med["c64"]))
     print("   1 MiB tensors, bytes/s: native arrays %.3g  fallback arrays %.3g  C consumer %.3g"
           % (med["native1M"], med["fallback1M"], med["c1M"]))
+    print("C. 64 B, the highest rate a C producer can offer with the native reader losing none "
+          "(1 s windows, default stream): %.3g events/s" % med["native_dropfree64"])
     print("ratios:")
     for k, v in res["ratios"].items():
         print("   %-50s %6.2f" % (k, v))
