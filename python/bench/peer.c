@@ -97,7 +97,12 @@ static int paced(const char *name, size_t size, double secs, double rate)
 	uint64_t n = 0, dropped = 0;
 	double t0;
 
-	if (!p || !buf || !(rate > 0)) {
+	if (!(rate > 0)) {
+		fprintf(stderr, "peer: rate '%g' is not allowed: a number of events a second above 0\n",
+			rate);
+		return 2;
+	}
+	if (!p || !buf) {
 		fprintf(stderr, "peer: cannot create producer '%s': %s\n", name, evs_errmsg());
 		return 2;
 	}
