@@ -472,6 +472,25 @@ END_TEST
 
 /* A consumer position far ahead: the producer keeps its last sane view,
  * so the unreleased first record is never overwritten. */
+/* A producer's files are sealed against resizing and further sealing, and
+ * against nothing else: F_SEAL_FUTURE_WRITE on the ring left a process
+ * killed while it mapped the file stuck in exit_mmap() on Linux 6.18
+ * (docs/reliability.md, "Holes are not sealed against"). */
+START_TEST(test_producer_seals_files_against_resizing_only)
+{
+	const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	const struct evs_backing *b = &fx.s->backing;
+	const int fds[] = { b->ctl_fd, b->data_fd, b->data_ro_fd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		int seals = fcntl(fds[i], F_GET_SEALS);
+
+		ck_assert_msg(seals == want, "file %zu (fd %d): seals 0x%x, want 0x%x", i, fds[i],
+			      (unsigned int)seals, (unsigned int)want);
+	}
+}
+END_TEST
+
 START_TEST(test_producer_ignores_consumer_position_ahead)
 {
 	struct evs_stream_stats st = { .sz = sizeof(st) };
@@ -626,6 +645,7 @@ int main(void)
 
 	tcase_add_checked_fixture(tp, setup, teardown);
 	tcase_set_timeout(tp, 30);
+	tcase_add_test(tp, test_producer_seals_files_against_resizing_only);
 	tcase_add_test(tp, test_producer_ignores_consumer_position_ahead);
 	tcase_add_test(tp, test_producer_ignores_consumer_position_going_back);
 	tcase_add_test(tp, test_producer_clamps_released_count);
