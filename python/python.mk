@@ -62,5 +62,9 @@ $(PY_BENCH_PEER): python/bench/peer.c $(BUILD)/libevstream.so
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(PROG_CFLAGS)) $< -o $@ $(PROG_LDFLAGS) $(PROG_LDLIBS)
 
+# the benchmark runs end to end in make test (one short round): it cannot rot
+TESTS += python/bench/smoke.sh
+python/bench/smoke.sh: python $(PY_BENCH_PEER)
+
 bench-python: python $(PY_BENCH_PEER)
 	PYTHONPATH=$(abspath $(PY_BUILD)) $(PYTHON) python/bench/bench_py.py --peer $(PY_BENCH_PEER)

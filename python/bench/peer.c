@@ -89,19 +89,23 @@ static int produce(const char *name, const char *kind, size_t size, double secs)
 	return 0;
 }
 
-static int paced(const char *name, size_t size, double secs, double rate)
+static int paced(const char *name, size_t size, double secs, const char *rate_arg)
 {
-	/* the defaults, what a runtime gets: 65536 events */
-	struct evs_producer *p = evs_producer__new(name, 1, NULL);
-	char *buf = calloc(1, size ? size : 1);
+	char *end;
+	double rate = strtod(rate_arg, &end);
+	struct evs_producer *p;
+	char *buf;
 	uint64_t n = 0, dropped = 0;
 	double t0;
 
-	if (!(rate > 0)) {
-		fprintf(stderr, "peer: rate '%g' is not allowed: a number of events a second above 0\n",
-			rate);
+	if (end == rate_arg || *end || !(rate > 0 && rate < 1e12)) {
+		fprintf(stderr, "peer: rate '%s' is not allowed: a number of events a second, above 0\n",
+			rate_arg);
 		return 2;
 	}
+	/* the defaults, what a runtime gets: 65536 events */
+	p = evs_producer__new(name, 1, NULL);
+	buf = calloc(1, size ? size : 1);
 	if (!p || !buf) {
 		fprintf(stderr, "peer: cannot create producer '%s': %s\n", name, evs_errmsg());
 		return 2;
@@ -215,7 +219,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "consume"))
 		return consume(argv[2]);
 	if (argc == 6 && !strcmp(argv[1], "paced"))
-		return paced(argv[2], strtoull(argv[3], NULL, 0), atof(argv[4]), atof(argv[5]));
+		return paced(argv[2], strtoull(argv[3], NULL, 0), atof(argv[4]), argv[5]);
 	fprintf(stderr, "usage: %s produce NAME raw|tensor SIZE SECONDS | paced NAME SIZE SECONDS RATE | "
 		"pipe SIZE SECONDS | consume NAME\n", argv[0]);
 	return 2;
