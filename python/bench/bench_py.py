@@ -239,13 +239,30 @@ def machine():
             "python": platform.python_version(), "kernel": platform.release()}
 
 
+def bounded(kind, lo, hi, what):
+    """An argparse type: a value of `kind` from lo to hi, else an error naming both."""
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            v = None
+        if v is None or not lo <= v <= hi:
+            raise argparse.ArgumentTypeError("'%s' is not allowed: %s from %s to %s" % (text, what, lo, hi))
+        return v
+    return parse
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peer", required=True, help="build/python/bench/evs-pybench-peer")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--events", type=int, default=50000, help="events per measurement in A")
-    ap.add_argument("--seconds", type=float, default=1.5, help="producer seconds in B")
-    ap.add_argument("--window", type=float, default=1.0, help="seconds of each trial in C")
+    ap.add_argument("--rounds", type=bounded(int, 1, 9, "a whole number"), default=3,
+                    help="alternating rounds, 1 to 9 (default 3)")
+    ap.add_argument("--events", type=bounded(int, 100, 10 ** 7, "a whole number"), default=50000,
+                    help="events per measurement in A, 100 to 10000000 (default 50000)")
+    ap.add_argument("--seconds", type=bounded(float, 0.05, 600, "a number of seconds"), default=1.5,
+                    help="producer seconds in B, 0.05 to 600 (default 1.5)")
+    ap.add_argument("--window", type=bounded(float, 0.05, 600, "a number of seconds"), default=1.0,
+                    help="seconds of each trial in C, 0.05 to 600 (default 1.0)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
 

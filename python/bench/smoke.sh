@@ -38,6 +38,16 @@ print("ok: bench_py.py: native %.0f ns/event, %.0fx the pipe reader pipelined, n
       % (figures["native"], r["ratios"]["B: native vs Python pipe reader, 64 B"], figures["native_dropfree64"]))
 PY
 
+# a bad option value: exit 2, naming the value and what is allowed
+for arg in "--rounds 0" "--rounds x" "--events 5" "--seconds nan" "--window 0"; do
+	set -- $arg
+	"$PY" python/bench/bench_py.py --peer "$peer" "$1" "$2" > "$out/bad.log" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] && grep -qF "argument $1: '$2' is not allowed: " "$out/bad.log" ||
+		{ cat "$out/bad.log"; echo "FAIL: bench_py.py $arg gave exit $rc"; exit 1; }
+done
+echo "ok: bench_py.py refuses bad --rounds, --events, --seconds and --window by name"
+
 # the paced producer refuses a rate it cannot offer, naming it
 for bad in 0 -5 x; do
 	"$peer" paced "smoke-bad-$$" 64 0.1 "$bad" > "$out/bad.log" 2>&1
