@@ -19,26 +19,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "bench.h"
 #include "evstream/evstream.h"
 #include "evstream-private/introspect.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-/* the cheapest time a record can have: the TSC, unordered, unconverted */
-static inline uint64_t bare_stamp(void)
-{
-	return __rdtsc();
-}
-#else
-#include <time.h>
-static inline uint64_t bare_stamp(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-#endif
 
 struct bare_ring {
 	uint8_t *area;
@@ -76,7 +59,7 @@ bare_push_stamped(struct bare_ring *b, struct bare_side *p, const void *src, uin
 	h[1] = 1;
 	h[2] = seq;
 	if (stamp)
-		h[3] = bare_stamp();
+		h[3] = bench_stamp();
 	p->pos += len;
 	p->off += len;
 	if (p->off >= b->cap)

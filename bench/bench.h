@@ -76,6 +76,24 @@ void bench_pair(void *(*a)(void *), void *arg_a, void *(*b)(void *), void *arg_b
  */
 void *bench_area(size_t len);
 void bench_area_free(void *p, size_t len);
+/* The cheapest time a record or message can carry: the TSC, unordered and
+ * unconverted (bare.h's timestamped ring, floor.c, the TSC read of the
+ * limits); cli_now_ns() where there is no TSC. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define BENCH_HAVE_TSC 1
+static inline uint64_t bench_stamp(void)
+{
+	return __rdtsc();
+}
+#else
+#define BENCH_HAVE_TSC 0
+static inline uint64_t bench_stamp(void)
+{
+	return cli_now_ns();
+}
+#endif
+
 /* Busy-wait until cli_now_ns() >= t. */
 void bench_spin_until(uint64_t t);
 

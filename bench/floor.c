@@ -19,31 +19,14 @@
  */
 #include "bench.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#define HAVE_TSC 1
-static inline uint64_t stamp(void)
-{
-	return __rdtsc();
-}
-
+/* bench_stamp() after the loads before it (the sample's end) */
 static inline uint64_t stamp_after_load(void)
 {
+#if BENCH_HAVE_TSC
 	_mm_lfence();
-	return __rdtsc();
-}
-#else
-#define HAVE_TSC 0
-static inline uint64_t stamp(void)
-{
-	return cli_now_ns();
-}
-
-static inline uint64_t stamp_after_load(void)
-{
-	return cli_now_ns();
-}
 #endif
+	return bench_stamp();
+}
 
 #define FLOOR_SLOTS 65536u /* 4 MiB: a consumer away for 65 ms at 1 M/s */
 
@@ -73,7 +56,7 @@ static void *floor_producer(void *arg)
 		 * acquire pairs with the release of consumed in floor_consumer */
 		while (i - atomic_load_explicit(&fl.consumed, memory_order_acquire) >= FLOOR_SLOTS)
 			cpu_relax();
-		s->ts = stamp();
+		s->ts = bench_stamp();
 		/* release: ts is visible before seq; pairs with the consumer's acquire */
 		atomic_store_explicit(&s->seq, i + 1, memory_order_release);
 	}
@@ -101,18 +84,18 @@ static void *floor_consumer(void *arg)
 	return NULL;
 }
 
-/* Nanoseconds per unit of stamp(), over 20 ms. */
+/* Nanoseconds per unit of bench_stamp(), over 20 ms. */
 static double stamp_rate(void)
 {
 	uint64_t t0, c0, t1, c1;
 
-	if (!HAVE_TSC)
+	if (!BENCH_HAVE_TSC)
 		return 1.0;
 	t0 = cli_now_ns();
-	c0 = stamp();
+	c0 = bench_stamp();
 	bench_spin_until(t0 + 20000000);
 	t1 = cli_now_ns();
-	c1 = stamp();
+	c1 = bench_stamp();
 	return c1 > c0 ? (double)(t1 - t0) / (double)(c1 - c0) : 1.0;
 }
 

@@ -14,7 +14,6 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 
-#include "bare.h"
 #include "bench.h"
 #include "evstream/evstream.h"
 #include "evstream-private/introspect.h"
@@ -71,7 +70,7 @@ static double clock_cost(void)
 }
 
 /* Back-to-back TSC reads, as a timestamped record makes one: how many a
- * core can make at most (bare.h's bare_stamp()). Best of some passes. */
+ * core can make at most (bench_stamp()). Best of some passes. */
 static double tsc_read_cost(void)
 {
 	double best = INFINITY;
@@ -81,7 +80,7 @@ static double tsc_read_cost(void)
 		const int n = 100000;
 
 		for (int i = 0; i < n; i++)
-			x += bare_stamp();
+			x += bench_stamp();
 		__asm__ __volatile__("" : : "r"(x));
 		best = fmin(best, (double)(cli_now_ns() - t0) / n);
 	}

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 
 #include "client.h"
+#include "clock.h"
 #include "config.h"
 #include "errors.h"
 #include "layout.h"
@@ -69,14 +70,6 @@ static int recv_welcome(int sock, struct evs_welcome *w, int *fds, int *nfds, in
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * A producer that is stopped (SIGSTOP, a debugger) accepts nothing, and
  * once its listen queue is full a blocking connect() waits for ever. The
@@ -96,7 +89,7 @@ static int connect_until(int sock, const struct sockaddr_un *sa, int64_t deadlin
 			return 0;
 		if (errno != EAGAIN)
 			return -errno;
-		left = deadline - now_ms();
+		left = deadline - evs_monotonic_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
 		if (pause_us > left * 1000)
@@ -138,7 +131,7 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 	struct evs_welcome w = { 0 };
 	int nfds = 0, sock = -1;
 	int timeout = OPTS_GET(opts, timeout_ms, 0) > 0 ? opts->timeout_ms : 2000;
-	int64_t deadline = now_ms() + timeout;
+	int64_t deadline = evs_monotonic_ms() + timeout;
 	int err;
 
 	err = evs_rundir_open(&dir, OPTS_GET(opts, runtime_dir, NULL), name);
@@ -185,7 +178,7 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 			goto err_close;
 		}
 	} else {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - evs_monotonic_ms();
 
 		err = recv_welcome(sock, &w, fds, &nfds, left > 0 ? (int)left : 0);
 	}

@@ -33,7 +33,7 @@ struct clock_pair {
 	uint64_t width; /* ticks between the two TSC reads around the clock read */
 };
 
-static uint64_t gettime_ns(void)
+uint64_t evs_monotonic_ns(void)
 {
 	struct timespec ts;
 
@@ -69,7 +69,7 @@ static struct clock_pair pair_read(void)
 
 	for (int i = 0; i < 4; i++) {
 		uint64_t t1 = tsc_ordered();
-		uint64_t ns = gettime_ns();
+		uint64_t ns = evs_monotonic_ns();
 		uint64_t t2 = tsc_ordered();
 
 		if (t2 - t1 < best.width) {
@@ -188,7 +188,7 @@ uint64_t evs_clock_slow(struct evs_clock *c)
 	uint64_t d;
 
 	if (!evs_clock_uses_tsc(c))
-		return evs_clock_hand_out(c, gettime_ns());
+		return evs_clock_hand_out(c, evs_monotonic_ns());
 	p = pair_read();
 	/* the clock value itself is right whatever the pair's width; only a
 	 * tight pair becomes the anchor (else the next read tries again) */
@@ -200,7 +200,7 @@ uint64_t evs_clock_slow(struct evs_clock *c)
 			if (!m || m > c->mult + c->mult / SLOPE_JUMP_DIV ||
 			    m < c->mult - c->mult / SLOPE_JUMP_DIV) {
 				c->span = 0; /* clock_gettime() from now on */
-				return evs_clock_hand_out(c, gettime_ns());
+				return evs_clock_hand_out(c, evs_monotonic_ns());
 			}
 			c->mult = m;
 			c->slope_tsc = p.tsc;
@@ -213,5 +213,5 @@ uint64_t evs_clock_slow(struct evs_clock *c)
 		if (d < c->span)
 			return evs_clock_hand_out(c, evs_clock_at(c, d));
 	}
-	return evs_clock_hand_out(c, gettime_ns());
+	return evs_clock_hand_out(c, evs_monotonic_ns());
 }

@@ -40,6 +40,16 @@ struct evs_clock {
 	uint64_t slope_ns;
 };
 
+/* CLOCK_MONOTONIC in nanoseconds, from clock_gettime(): the library's one
+ * reader of it for deadlines and pauses (a vDSO call, no system call,
+ * where the clocksource is tsc or kvm-clock). */
+uint64_t evs_monotonic_ns(void);
+
+static inline int64_t evs_monotonic_ms(void)
+{
+	return (int64_t)(evs_monotonic_ns() / 1000000);
+}
+
 /* Set up a stream's clock; the first call in a process measures the TSC
  * rate (~2 ms). */
 void evs_clock_init(struct evs_clock *c, enum evs_clock_mode mode);

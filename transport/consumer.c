@@ -7,13 +7,13 @@
  * Attaching (mapping and checking the shared memory) is attach.c's.
  */
 #include <errno.h>
-#include <time.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
+#include "clock.h"
 #include "consumer.h"
 #include "membarrier.h"
 #include "stats.h"
@@ -97,14 +97,6 @@ static int consumer_fill(struct evs_consumer *c)
 	return -EPIPE;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * The catch-up pause. A consumer that keeps up with a busy producer reads
  * every record as soon as it is published and finds the ring empty after
@@ -123,13 +115,13 @@ static uint64_t now_ns(void)
  */
 static __attribute__((noinline)) void consumer_catch_up(struct evs_consumer *c)
 {
-	uint64_t end = now_ns() + c->catchup_ns;
+	uint64_t end = evs_monotonic_ns() + c->catchup_ns;
 
 	c->catchup_pauses++;
 	/* no PAUSE instruction: in a KVM guest a loop of them exits to the
 	 * hypervisor (pause-loop exiting), which can take the vCPU away for
 	 * longer than the pause (docs/benchmarks.md, "Method") */
-	while (now_ns() < end)
+	while (evs_monotonic_ns() < end)
 		barrier();
 }
 
@@ -485,14 +477,9 @@ void evs_consumer_arm_at_start(struct evs_consumer *c)
 		consumer_take_arm_back(c);
 }
 
-static int64_t now_ms(void)
-{
-	return (int64_t)(now_ns() / 1000000);
-}
-
 EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms)
 {
-	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : -1;
+	int64_t deadline = timeout_ms >= 0 ? evs_monotonic_ms() + timeout_ms : -1;
 	struct pollfd pfd[2];
 	int err, n, left = timeout_ms;
 
@@ -513,7 +500,7 @@ EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms)
 			c->gone = true; /* the producer closed its end or died */
 		/* a wake for nothing (or a signal) does not restart the time */
 		if (deadline >= 0) {
-			int64_t rest = deadline - now_ms();
+			int64_t rest = deadline - evs_monotonic_ms();
 
 			if (n == 0 || rest <= 0) {
 				err = evs_consumer__prepare_wait(c);
