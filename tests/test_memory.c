@@ -3,12 +3,14 @@
  * How much a stream holds and what it costs: the reference default of 64K
  * tensor-read events is real, a ring sized smaller in bytes says so once,
  * memory is taken as the ring first fills, the whole producer is checked
- * against what the process may use before anything is taken, and a ring
- * whose memory cannot be had drops and counts.
+ * against what the process may use before anything is taken, a ring
+ * whose memory cannot be had drops and counts, and huge pages the kernel
+ * refuses after all give way to normal pages.
  */
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -342,6 +344,158 @@ START_TEST(test_memory_cgroup_limit_is_checked_as_a_whole)
 }
 END_TEST
 
+/*
+ * A hugetlb cgroup that grants no 2 MiB huge pages, neither reserved at
+ * mmap() nor faulted in (a container without a huge-page request): cgroup
+ * v2 with the hugetlb controller, else a v1 hugetlb hierarchy, mounted
+ * here (at *mnt, to unmount) when none is. Its directory, or NULL with
+ * the reason in why.
+ */
+static const char *make_hugetlb_cgroup(char *dir, size_t len, char *mnt, size_t mlen,
+				       const char **why)
+{
+	const char *v2 = "/sys/fs/cgroup";
+	const char *limits[][2] = { { "hugetlb.2MB.max", "hugetlb.2MB.rsvd.max" },
+				    { "hugetlb.2MB.limit_in_bytes", "hugetlb.2MB.rsvd.limit_in_bytes" } };
+	char path[512], line[256];
+	int v1 = 1;
+	FILE *f;
+
+	mnt[0] = '\0';
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", v2);
+	f = fopen(path, "re");
+	if (f && fgets(line, sizeof(line), f) && strstr(line, "hugetlb")) {
+		int fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY);
+
+		if (fd >= 0 && write(fd, "+hugetlb", 8) == 8) {
+			v1 = 0;
+			snprintf(dir, len, "%s/evs-hugetlb-%d", v2, (int)getpid());
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (f)
+		fclose(f);
+	if (v1) {
+		snprintf(mnt, mlen, "/tmp/evs-hugetlb-%d", (int)getpid());
+		if (mkdir(mnt, 0700) < 0 || mount("none", mnt, "cgroup", 0, "hugetlb") < 0) {
+			*why = "the hugetlb controller is in neither cgroup v2 nor a v1 hierarchy "
+			       "that can be mounted here";
+			rmdir(mnt);
+			mnt[0] = '\0';
+			return NULL;
+		}
+		snprintf(dir, len, "%s/evs-test", mnt);
+	}
+	if (mkdir(dir, 0755) < 0) {
+		*why = "cannot make a hugetlb cgroup";
+		return NULL;
+	}
+	/* the reservation limit (Linux 5.7) fails the mmap(), the other
+	 * the first commit; either must be met by normal pages */
+	for (int i = 0; i < 2; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, limits[v1][i]);
+		fd = open(path, O_WRONLY);
+		if (fd < 0 || write(fd, "0", 1) != 1) {
+			if (fd >= 0)
+				close(fd);
+			if (i == 0) {
+				*why = "the hugetlb cgroup has no 2 MiB limit to set";
+				return NULL;
+			}
+			continue;
+		}
+		close(fd);
+	}
+	return dir;
+}
+
+static void remove_hugetlb_cgroup(const char *dir, const char *mnt)
+{
+	if (dir)
+		rmdir(dir);
+	if (mnt[0]) {
+		umount2(mnt, MNT_DETACH);
+		rmdir(mnt);
+	}
+}
+
+/* In the cgroup: auto gives a working producer on normal pages, on
+ * whichever call the kernel refused the huge pages; on gives ENOMEM or
+ * ENOSPC with a sentence. Exit status 0, else the step that failed. */
+static void hugepages_refused_child(const char *dir)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4 << 20, .hugepages = EVS_HUGEPAGES_AUTO);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p;
+
+	join_cgroup(dir);
+	p = evs_producer__new(NULL, 2, &o);
+	if (!p) {
+		printf("child: auto producer in a cgroup without huge pages: %s\n", evs_errmsg());
+		_exit(1);
+	}
+	for (unsigned int core = 0; core < 2; core++) {
+		struct evs_consumer *c = evs_consumer__connect(NULL, core, NULL);
+		struct evs_record rec;
+		char buf[256];
+
+		memset(buf, (int)core + 1, sizeof(buf));
+		if (!c || evs_producer__stats(p, core, &st) || st.hugepages != 0)
+			_exit(2);
+		if (evs_producer__emit(p, core, 7, buf, sizeof(buf)) || evs_consumer__peek(c, &rec) ||
+		    rec.hdr.data_size != sizeof(buf) || memcmp(rec.data, buf, sizeof(buf)))
+			_exit(3);
+		evs_consumer__release(c);
+		evs_consumer__free(c);
+	}
+	evs_producer__free(p);
+	o.hugepages = EVS_HUGEPAGES_ON;
+	p = evs_producer__new(NULL, 2, &o);
+	if (p || (errno != ENOMEM && errno != ENOSPC) || !*evs_errmsg()) {
+		printf("child: huge pages on: producer %p, errno %d: %s\n", (void *)p, errno,
+		       evs_errmsg());
+		_exit(4);
+	}
+	printf("on, refused: %s\n", evs_errmsg());
+	fflush(stdout);
+	_exit(0);
+}
+
+/* Huge pages free on the machine, none for this process (its hugetlb
+ * cgroup; or another process took them between the budget's look and
+ * the mapping): EVSTREAM_HUGEPAGES=auto falls back to normal pages. */
+START_TEST(test_memory_hugepages_refused_fall_back_to_normal_pages)
+{
+	char dir[256], mnt[128];
+	const char *why = NULL;
+	int status;
+	pid_t pid;
+
+	clear_env();
+	if (geteuid() != 0)
+		EVS_SKIP("needs root to make a hugetlb cgroup");
+	if (evs_hugepages_free() < 4)
+		EVS_SKIP("needs 4 free 2 MiB huge pages (HugePages_Free=%ld) for auto to choose them",
+			 evs_hugepages_free());
+	if (!make_hugetlb_cgroup(dir, sizeof(dir), mnt, sizeof(mnt), &why)) {
+		remove_hugetlb_cgroup(NULL, mnt);
+		EVS_SKIP("%s", why);
+	}
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		hugepages_refused_child(dir);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	remove_hugetlb_cgroup(dir, mnt);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child %s %d", WIFSIGNALED(status) ? "killed by signal" : "exited",
+		      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+END_TEST
+
 /* Make every fallocate() of this process fail with ENOMEM (seccomp). */
 static void deny_fallocate(void)
 {
@@ -420,6 +574,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, test_memory_rlimit_as_is_checked_as_a_whole);
 	tcase_add_test(tc, test_memory_cgroup_limit_is_checked_as_a_whole);
 	tcase_add_test(tc, test_memory_commit_failure_drops_and_counts);
+	tcase_add_test(tc, test_memory_hugepages_refused_fall_back_to_normal_pages);
 	suite_add_tcase(s, tc);
 	return s;
 }

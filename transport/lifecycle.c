@@ -93,6 +93,33 @@ static void stream_fini(struct evs_stream *s)
 	evs_backing_destroy(&s->backing);
 }
 
+static void streams_fini(struct evs_producer *p)
+{
+	for (unsigned int i = 0; i < p->ncores; i++)
+		stream_fini(&p->streams[i]);
+}
+
+/* Every core's stream, from scratch (p->streams as allocated, or as
+ * streams_fini() left it). */
+static int streams_init(struct evs_producer *p, bool hugetlb, bool timestamps)
+{
+	memset(p->streams, 0, sizeof(*p->streams) * p->ncores);
+	for (unsigned int i = 0; i < p->ncores; i++) {
+		p->streams[i].efd = -1;
+		p->streams[i].conn_fd = -1;
+		p->streams[i].backing.ctl_fd = -1;
+		p->streams[i].backing.data_fd = -1;
+		p->streams[i].backing.data_ro_fd = -1;
+	}
+	for (unsigned int i = 0; i < p->ncores; i++) {
+		int err = stream_init(&p->streams[i], p, i, hugetlb, timestamps);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int ncores,
 					       const struct evs_producer_opts *opts)
 {
@@ -139,19 +166,24 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 		err = -ENOMEM;
 		goto err_free;
 	}
-	memset(p->streams, 0, sizeof(*p->streams) * ncores);
-	for (unsigned int i = 0; i < ncores; i++) {
-		p->streams[i].efd = -1;
-		p->streams[i].conn_fd = -1;
-		p->streams[i].backing.ctl_fd = -1;
-		p->streams[i].backing.data_fd = -1;
-		p->streams[i].backing.data_ro_fd = -1;
+	err = streams_init(p, hugetlb, !OPTS_GET(opts, no_timestamps, 0));
+	if (err && hugetlb && p->cfg.hugepages == EVS_HUGEPAGES_AUTO && (err == -ENOMEM || err == -ENOSPC)) {
+		/* The pool the budget counted was not ours after all: another
+		 * process took the pages since (two runtimes starting
+		 * together), or a hugetlb cgroup gives this one none (a
+		 * container without a huge-page request). Auto means normal
+		 * pages then, checked as a whole like any others. */
+		struct evs_config normal = p->cfg;
+
+		streams_fini(p);
+		evs_clear_errmsg();
+		normal.hugepages = EVS_HUGEPAGES_OFF;
+		err = evs_budget_check(&normal, ncores, &hugetlb);
+		if (!err)
+			err = streams_init(p, false, !OPTS_GET(opts, no_timestamps, 0));
 	}
-	for (unsigned int i = 0; i < ncores; i++) {
-		err = stream_init(&p->streams[i], p, i, hugetlb, !OPTS_GET(opts, no_timestamps, 0));
-		if (err)
-			goto err_free;
-	}
+	if (err)
+		goto err_free;
 
 	evs_registry_lock();
 	if (name && evs_registry_find(name)) {
@@ -175,8 +207,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 
 err_free:
 	if (p->streams)
-		for (unsigned int i = 0; i < ncores; i++)
-			stream_fini(&p->streams[i]);
+		streams_fini(p);
 	free(p->streams);
 	free(p->name);
 	free(p);
@@ -197,8 +228,7 @@ EVS_API void evs_producer__free(struct evs_producer *p)
 	for (unsigned int i = 0; i < p->ncores; i++)
 		evs_stream_orphan_local(&p->streams[i]);
 	evs_registry_unlock();
-	for (unsigned int i = 0; i < p->ncores; i++)
-		stream_fini(&p->streams[i]);
+	streams_fini(p);
 	free(p->streams);
 	free(p->name);
 	free(p);

@@ -55,7 +55,7 @@ enum evs_drop_cause {
 
 enum evs_hugepages {
 	EVS_HUGEPAGES_DEFAULT = 0, /* EVSTREAM_HUGEPAGES, else auto */
-	EVS_HUGEPAGES_AUTO,        /* huge pages when free, else normal pages */
+	EVS_HUGEPAGES_AUTO,        /* huge pages when free and granted, else normal pages */
 	EVS_HUGEPAGES_ON,          /* huge pages or fail */
 	EVS_HUGEPAGES_OFF,         /* normal pages */
 };
