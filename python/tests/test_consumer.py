@@ -235,7 +235,11 @@ def test_ctrl_c_interrupts_a_waiting_iteration(procs, name):
                              "        pass\n"
                              "except KeyboardInterrupt:\n"
                              "    print('interrupted', flush=True)\n" % name],
-                            env=env(), stdout=subprocess.PIPE, text=True)
+                            env=env(), stdout=subprocess.PIPE, text=True,
+                            # a harness started in the background by a shell
+                            # without job control leaves SIGINT ignored, and
+                            # Python then leaves it so
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert child.stdout.readline().strip() == "waiting"
         time.sleep(0.2)          # most likely in its wait by now; either way it is caught
         child.send_signal(signal.SIGINT)
