@@ -424,7 +424,8 @@ static void remove_hugetlb_cgroup(const char *dir, const char *mnt)
 
 /* In the cgroup: auto gives a working producer on normal pages, on
  * whichever call the kernel refused the huge pages; on gives ENOMEM or
- * ENOSPC with a sentence. Exit status 0, else the step that failed. */
+ * ENOSPC with a sentence that names the likely causes and the way out.
+ * Exit status 0, else the step that failed. */
 static void hugepages_refused_child(const char *dir)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4 << 20, .hugepages = EVS_HUGEPAGES_AUTO);
@@ -454,7 +455,8 @@ static void hugepages_refused_child(const char *dir)
 	evs_producer__free(p);
 	o.hugepages = EVS_HUGEPAGES_ON;
 	p = evs_producer__new(NULL, 2, &o);
-	if (p || (errno != ENOMEM && errno != ENOSPC) || !*evs_errmsg()) {
+	if (p || (errno != ENOMEM && errno != ENOSPC) || !strstr(evs_errmsg(), "hugetlb cgroup") ||
+	    !strstr(evs_errmsg(), "EVSTREAM_HUGEPAGES=auto")) {
 		printf("child: huge pages on: producer %p, errno %d: %s\n", (void *)p, errno,
 		       evs_errmsg());
 		_exit(4);

@@ -33,6 +33,12 @@ static void stream_init_shared(struct evs_stream *s, const struct evs_producer *
 	prod->producer_pid = (uint32_t)getpid();
 }
 
+/* Why the kernel can refuse huge pages the pool showed free, and the way out. */
+#define HUGETLB_REFUSED                                                                     \
+	" (the pool was read with enough free: another process took them since, or this "  \
+	"process's hugetlb cgroup allows fewer; EVSTREAM_HUGEPAGES=auto falls back to normal " \
+	"pages, off never tries)"
+
 static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned int core,
 		       bool hugetlb, bool timestamps)
 {
@@ -48,9 +54,10 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 	err = evs_map_attach(&s->map, s->backing.ctl_fd, s->backing.data_fd, s->backing.ring_bytes,
 			     s->backing.page_size, true);
 	if (err)
-		return evs_fail(-err, "mapping the ring of core %u (%llu bytes%s): %s", core,
+		return evs_fail(-err, "mapping the ring of core %u (%llu bytes%s): %s%s", core,
 				(unsigned long long)s->backing.ring_bytes,
-				hugetlb ? " of huge pages" : "", evs_strerror(err));
+				hugetlb ? " of huge pages" : "", evs_strerror(err),
+				hugetlb ? HUGETLB_REFUSED : "");
 	s->prod = s->map.prod;
 	s->cons = s->map.cons;
 	s->data = s->map.data;
@@ -64,7 +71,9 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 	s->commit_end = s->cap < EVS_COMMIT_CHUNK ? s->cap : EVS_COMMIT_CHUNK;
 	err = evs_backing_commit(&s->backing, s->data, 0, s->commit_end);
 	if (err)
-		return evs_fail(-err, "ring memory for core %u: %s", core, evs_strerror(err));
+		return evs_fail(-err, "ring memory for core %u%s: %s%s", core,
+				hugetlb ? " (huge pages)" : "", evs_strerror(err),
+				hugetlb ? HUGETLB_REFUSED : "");
 	evs_stream_set_limits(s);
 	s->timestamps = timestamps;
 	if (timestamps)
