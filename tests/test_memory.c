@@ -242,6 +242,17 @@ START_TEST(test_memory_rlimit_as_is_checked_as_a_whole)
 }
 END_TEST
 
+/* Write v to a (cgroup) file; false when it cannot be written whole. */
+static bool write_str(const char *path, const char *v)
+{
+	int fd = open(path, O_WRONLY);
+	bool ok = fd >= 0 && write(fd, v, strlen(v)) == (ssize_t)strlen(v);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 /* A memory cgroup of this test: cgroup v1 (memory controller) or v2,
  * under the one this process is in. Its directory, or NULL. */
 static const char *make_memory_cgroup(char *dir, size_t len, uint64_t limit)
@@ -252,21 +263,14 @@ static const char *make_memory_cgroup(char *dir, size_t len, uint64_t limit)
 	};
 	char path[512], v[32];
 
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)limit);
 	for (size_t i = 0; i < 2; i++) {
-		int fd;
-
 		snprintf(dir, len, "%s/evs-test-%d", roots[i][0], (int)getpid());
 		if (mkdir(dir, 0755) < 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, roots[i][1]);
-		fd = open(path, O_WRONLY);
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)limit);
-		if (fd >= 0 && write(fd, v, strlen(v)) == (ssize_t)strlen(v)) {
-			close(fd);
+		if (write_str(path, v))
 			return dir;
-		}
-		if (fd >= 0)
-			close(fd);
 		rmdir(dir);
 	}
 	return NULL;
@@ -275,14 +279,11 @@ static const char *make_memory_cgroup(char *dir, size_t len, uint64_t limit)
 static void join_cgroup(const char *dir)
 {
 	char path[512], pid[32];
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	fd = open(path, O_WRONLY);
-	if (fd < 0 || write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid))
+	if (!write_str(path, pid))
 		_exit(4);
-	close(fd);
 }
 
 /* In a 256 MiB memory cgroup, 8 rings of 64 MiB: ENOMEM and a sentence
@@ -344,82 +345,90 @@ START_TEST(test_memory_cgroup_limit_is_checked_as_a_whole)
 }
 END_TEST
 
+/* A hugetlb cgroup of this test, and what making it changed. */
+struct hugetlb_cg {
+	char dir[256];
+	char mnt[128];  /* a v1 hierarchy mounted here, to unmount */
+	bool enabled;   /* v2: hugetlb enabled in the root's subtree by us */
+};
+
+static bool file_has(const char *path, const char *word)
+{
+	char line[512];
+	FILE *f = fopen(path, "re");
+	bool has = f && fgets(line, sizeof(line), f) && strstr(line, word);
+
+	if (f)
+		fclose(f);
+	return has;
+}
+
+/* Undo make_hugetlb_cgroup(), whatever part of it was done. */
+static void remove_hugetlb_cgroup(struct hugetlb_cg *cg)
+{
+	if (cg->dir[0])
+		rmdir(cg->dir);
+	if (cg->enabled)
+		write_str("/sys/fs/cgroup/cgroup.subtree_control", "-hugetlb");
+	if (cg->mnt[0]) {
+		umount2(cg->mnt, MNT_DETACH);
+		rmdir(cg->mnt);
+	}
+	memset(cg, 0, sizeof(*cg));
+}
+
 /*
  * A hugetlb cgroup that grants no 2 MiB huge pages, neither reserved at
  * mmap() nor faulted in (a container without a huge-page request): cgroup
  * v2 with the hugetlb controller, else a v1 hugetlb hierarchy, mounted
- * here (at *mnt, to unmount) when none is. Its directory, or NULL with
- * the reason in why.
+ * here when none is. NULL with the reason, everything undone, when it
+ * cannot be made.
  */
-static const char *make_hugetlb_cgroup(char *dir, size_t len, char *mnt, size_t mlen,
-				       const char **why)
+static const char *make_hugetlb_cgroup(struct hugetlb_cg *cg)
 {
-	const char *v2 = "/sys/fs/cgroup";
+	const char *v2 = "/sys/fs/cgroup", *why = NULL;
 	const char *limits[][2] = { { "hugetlb.2MB.max", "hugetlb.2MB.rsvd.max" },
 				    { "hugetlb.2MB.limit_in_bytes", "hugetlb.2MB.rsvd.limit_in_bytes" } };
-	char path[512], line[256];
+	char path[512], dir[256];
 	int v1 = 1;
-	FILE *f;
 
-	mnt[0] = '\0';
+	memset(cg, 0, sizeof(*cg));
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", v2);
-	f = fopen(path, "re");
-	if (f && fgets(line, sizeof(line), f) && strstr(line, "hugetlb")) {
-		int fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY);
-
-		if (fd >= 0 && write(fd, "+hugetlb", 8) == 8) {
+	if (file_has(path, "hugetlb")) {
+		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", v2);
+		if (file_has(path, "hugetlb") || (cg->enabled = write_str(path, "+hugetlb"))) {
 			v1 = 0;
-			snprintf(dir, len, "%s/evs-hugetlb-%d", v2, (int)getpid());
+			snprintf(dir, sizeof(dir), "%s/evs-hugetlb-%d", v2, (int)getpid());
 		}
-		if (fd >= 0)
-			close(fd);
 	}
-	if (f)
-		fclose(f);
 	if (v1) {
-		snprintf(mnt, mlen, "/tmp/evs-hugetlb-%d", (int)getpid());
-		if (mkdir(mnt, 0700) < 0 || mount("none", mnt, "cgroup", 0, "hugetlb") < 0) {
-			*why = "the hugetlb controller is in neither cgroup v2 nor a v1 hierarchy "
+		snprintf(cg->mnt, sizeof(cg->mnt), "/tmp/evs-hugetlb-%d", (int)getpid());
+		if (mkdir(cg->mnt, 0700) < 0 || mount("none", cg->mnt, "cgroup", 0, "hugetlb") < 0) {
+			rmdir(cg->mnt);
+			cg->mnt[0] = '\0';
+			return "the hugetlb controller is in neither cgroup v2 nor a v1 hierarchy "
 			       "that can be mounted here";
-			rmdir(mnt);
-			mnt[0] = '\0';
-			return NULL;
 		}
-		snprintf(dir, len, "%s/evs-test", mnt);
+		snprintf(dir, sizeof(dir), "%s/evs-test", cg->mnt);
 	}
 	if (mkdir(dir, 0755) < 0) {
-		*why = "cannot make a hugetlb cgroup";
-		return NULL;
+		why = "cannot make a hugetlb cgroup";
+		goto undo;
 	}
+	snprintf(cg->dir, sizeof(cg->dir), "%s", dir);
 	/* the reservation limit (Linux 5.7) fails the mmap(), the other
 	 * the first commit; either must be met by normal pages */
-	for (int i = 0; i < 2; i++) {
-		int fd;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, limits[v1][i]);
-		fd = open(path, O_WRONLY);
-		if (fd < 0 || write(fd, "0", 1) != 1) {
-			if (fd >= 0)
-				close(fd);
-			if (i == 0) {
-				*why = "the hugetlb cgroup has no 2 MiB limit to set";
-				return NULL;
-			}
-			continue;
-		}
-		close(fd);
+	snprintf(path, sizeof(path), "%s/%s", dir, limits[v1][0]);
+	if (!write_str(path, "0")) {
+		why = "the hugetlb cgroup has no 2 MiB limit to set";
+		goto undo;
 	}
-	return dir;
-}
-
-static void remove_hugetlb_cgroup(const char *dir, const char *mnt)
-{
-	if (dir)
-		rmdir(dir);
-	if (mnt[0]) {
-		umount2(mnt, MNT_DETACH);
-		rmdir(mnt);
-	}
+	snprintf(path, sizeof(path), "%s/%s", dir, limits[v1][1]);
+	write_str(path, "0");
+	return NULL;
+undo:
+	remove_hugetlb_cgroup(cg);
+	return why;
 }
 
 /* In the cgroup: auto gives a working producer on normal pages, on
@@ -471,8 +480,8 @@ static void hugepages_refused_child(const char *dir)
  * the mapping): EVSTREAM_HUGEPAGES=auto falls back to normal pages. */
 START_TEST(test_memory_hugepages_refused_fall_back_to_normal_pages)
 {
-	char dir[256], mnt[128];
-	const char *why = NULL;
+	struct hugetlb_cg cg;
+	const char *why;
 	int status;
 	pid_t pid;
 
@@ -482,16 +491,15 @@ START_TEST(test_memory_hugepages_refused_fall_back_to_normal_pages)
 	if (evs_hugepages_free() < 4)
 		EVS_SKIP("needs 4 free 2 MiB huge pages (HugePages_Free=%ld) for auto to choose them",
 			 evs_hugepages_free());
-	if (!make_hugetlb_cgroup(dir, sizeof(dir), mnt, sizeof(mnt), &why)) {
-		remove_hugetlb_cgroup(NULL, mnt);
+	why = make_hugetlb_cgroup(&cg);
+	if (why)
 		EVS_SKIP("%s", why);
-	}
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0)
-		hugepages_refused_child(dir);
+		hugepages_refused_child(cg.dir);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	remove_hugetlb_cgroup(dir, mnt);
+	remove_hugetlb_cgroup(&cg);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "child %s %d", WIFSIGNALED(status) ? "killed by signal" : "exited",
 		      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));

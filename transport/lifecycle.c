@@ -133,7 +133,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 					       const struct evs_producer_opts *opts)
 {
 	struct evs_producer *p = NULL;
-	bool hugetlb, use_membarrier;
+	bool hugetlb, use_membarrier, timestamps;
 	int err;
 
 	evs_clear_errmsg();
@@ -175,8 +175,10 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 		err = -ENOMEM;
 		goto err_free;
 	}
-	err = streams_init(p, hugetlb, !OPTS_GET(opts, no_timestamps, 0));
-	if (err && hugetlb && p->cfg.hugepages == EVS_HUGEPAGES_AUTO && (err == -ENOMEM || err == -ENOSPC)) {
+	timestamps = !OPTS_GET(opts, no_timestamps, 0);
+	err = streams_init(p, hugetlb, timestamps);
+	if (err && hugetlb && p->cfg.hugepages == EVS_HUGEPAGES_AUTO &&
+	    (err == -ENOMEM || err == -ENOSPC)) {
 		/* The pool the budget counted was not ours after all: another
 		 * process took the pages since (two runtimes starting
 		 * together), or a hugetlb cgroup gives this one none (a
@@ -189,7 +191,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 		normal.hugepages = EVS_HUGEPAGES_OFF;
 		err = evs_budget_check(&normal, ncores, &hugetlb);
 		if (!err)
-			err = streams_init(p, false, !OPTS_GET(opts, no_timestamps, 0));
+			err = streams_init(p, false, timestamps);
 	}
 	if (err)
 		goto err_free;

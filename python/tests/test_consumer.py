@@ -226,7 +226,12 @@ def test_ctrl_c_interrupts_a_waiting_iteration(procs, name):
     import time
     from conftest import env
     with evstream.Producer(name, 1, ring_bytes=1 << 20):
+        # KeyboardInterrupt's handler set in the child itself: a harness
+        # started in the background by a shell without job control leaves
+        # SIGINT ignored, and Python would then keep it so
         child = procs.start([sys.executable, "-c",
+                             "import signal\n"
+                             "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
                              "import evstream\n"
                              "s = evstream.connect(%r, 0)\n"
                              "try:\n"
@@ -235,11 +240,7 @@ def test_ctrl_c_interrupts_a_waiting_iteration(procs, name):
                              "        pass\n"
                              "except KeyboardInterrupt:\n"
                              "    print('interrupted', flush=True)\n" % name],
-                            env=env(), stdout=subprocess.PIPE, text=True,
-                            # a harness started in the background by a shell
-                            # without job control leaves SIGINT ignored, and
-                            # Python then leaves it so
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            env=env(), stdout=subprocess.PIPE, text=True)
         assert child.stdout.readline().strip() == "waiting"
         time.sleep(0.2)          # most likely in its wait by now; either way it is caught
         child.send_signal(signal.SIGINT)
