@@ -284,9 +284,8 @@ static bool fd_readable(int fd)
 	return poll(&pfd, 1, 0) == 1;
 }
 
-/* prepare_wait never pauses (the debug-stream API arms after each read,
- * before it returns the record); it arms only when the ring is empty, and
- * the fd is then readable exactly when records come. */
+/* prepare_wait arms only when the ring is empty, and the fd is then
+ * readable exactly when records come. */
 START_TEST(test_catchup_prepare_wait_stays_exact)
 {
 	struct pair pr;
@@ -305,9 +304,10 @@ START_TEST(test_catchup_prepare_wait_stays_exact)
 	emit(&pr, 3);
 	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), -EAGAIN);
 	read_expect(&pr, 3);
-	/* find nothing: armed, not readable */
+	/* 3 was found at once (records came faster than we looked), so
+	 * this look pauses first; it finds nothing: armed, not readable */
 	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), 0);
-	ck_assert_uint_eq(pauses(pr.c), 0);
+	ck_assert_uint_eq(pauses(pr.c), 1);
 	ck_assert_uint_eq(tuning_of(pr.c).arms, 1);
 	ck_assert(!fd_readable(fd));
 	emit(&pr, 4);
@@ -315,7 +315,55 @@ START_TEST(test_catchup_prepare_wait_stays_exact)
 	read_expect(&pr, 4);
 	/* the first record after a sleep is not followed by a pause */
 	peek_empty(&pr);
+	ck_assert_uint_eq(pauses(pr.c), 1);
+	pair_close(&pr);
+}
+END_TEST
+
+/* After reading a busy producer's records, prepare_wait (which the
+ * debug-stream API calls after every read) pauses before it looks, as
+ * peek does; a record that is there when the pause ends keeps it from
+ * arming, and with none it arms and the fd stays exact. */
+START_TEST(test_catchup_prepare_wait_pauses_when_following)
+{
+	struct pair pr;
+	int fd;
+
+	unsetenv("EVSTREAM_CATCHUP_NS");
+	pair_open(&pr);
+	fd = evs_consumer__fd(pr.c);
+	emit(&pr, 1);
+	read_expect(&pr, 1);      /* after idling: not following */
+	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), 0); /* empty: armed */
 	ck_assert_uint_eq(pauses(pr.c), 0);
+	ck_assert_uint_eq(tuning_of(pr.c).arms, 1);
+	emit(&pr, 2);
+	emit(&pr, 3);
+	read_expect(&pr, 2);      /* the first look after a sleep: not following */
+	read_expect(&pr, 3);
+	emit(&pr, 4);
+	emit(&pr, 5);
+	/* what we knew of is read; the look finds 4 and 5 at once, so the
+	 * next catch-up is one that follows a busy producer */
+	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), -EAGAIN);
+	ck_assert_uint_eq(pauses(pr.c), 0);
+	read_expect(&pr, 4);
+	read_expect(&pr, 5);
+	emit(&pr, 6);
+	/* following: pause, then look; 6 is there, so no arm */
+	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), -EAGAIN);
+	ck_assert_uint_eq(pauses(pr.c), 1);
+	ck_assert_uint_eq(tuning_of(pr.c).arms, 1);
+	read_expect(&pr, 6);
+	/* that pause found less than a spell: the next look is at once,
+	 * finds nothing, and arms; not readable until a record comes */
+	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), 0);
+	ck_assert_uint_eq(pauses(pr.c), 1);
+	ck_assert_uint_eq(tuning_of(pr.c).arms, 2);
+	ck_assert(!fd_readable(fd));
+	emit(&pr, 7);
+	ck_assert(fd_readable(fd));
+	read_expect(&pr, 7);
 	pair_close(&pr);
 }
 END_TEST
@@ -389,6 +437,7 @@ static Suite *catchup_suite(void)
 	tcase_add_test(tc, test_catchup_stops_when_a_pause_finds_little);
 	tcase_add_test(tc, test_catchup_off_never_pauses);
 	tcase_add_test(tc, test_catchup_prepare_wait_stays_exact);
+	tcase_add_test(tc, test_catchup_prepare_wait_pauses_when_following);
 	tcase_add_test(tc, test_catchup_two_threads_in_order_and_woken);
 	suite_add_tcase(s, tc);
 	return s;

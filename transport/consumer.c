@@ -392,6 +392,7 @@ static int consumer_drop_stale_kick(struct evs_consumer *c)
  */
 static int consumer_prepare_wait(struct evs_consumer *c)
 {
+	bool paused;
 	uint64_t v;
 	int err;
 
@@ -402,11 +403,18 @@ static int consumer_prepare_wait(struct evs_consumer *c)
 	/* records we know of: nothing to look at */
 	if (consumer_read_pos(c) != c->prod_cache)
 		return -EAGAIN;
-	/* no catch-up pause here: the debug-stream API arms after each read,
-	 * before it hands that record out, which a pause would delay */
+	/* The catch-up pause, as in consumer_look(): the debug-stream API
+	 * calls this after every read that emptied what we knew of, so
+	 * without it a reader that keeps up looks at prod_pos on every
+	 * record. Only while following a busy producer; a reader about to
+	 * sleep found the ring empty first, which ended the spell. */
+	paused = c->following;
+	if (paused)
+		consumer_catch_up(c);
 	for (;;) {
 		err = consumer_fill(c);
-		consumer_note_look(c, err, false);
+		consumer_note_look(c, err, paused);
+		paused = false;
 		if (err == 0)
 			return -EAGAIN;
 		if (err != -EAGAIN)

@@ -222,6 +222,8 @@ EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void
  * Declare that the consumer will sleep on evs_consumer__fd(): 0 when the
  * ring is empty and the producer will write the eventfd at its next commit;
  * -EAGAIN when records are pending (do not sleep); -EPIPE producer gone.
+ * Right after reading a busy producer's records it may first spin for the
+ * catch-up pause (EVSTREAM_CATCHUP_NS, 2 us), as peek does.
  */
 EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c);
 
