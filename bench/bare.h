@@ -9,7 +9,10 @@
  *
  * Its timestamped form stores one raw TSC read per record in the header:
  * the least a producer of timestamped records costs, which cost.c times
- * next to evstream's default producer (one clock read per record).
+ * next to evstream's default producer (one clock read per record), and
+ * which bare.c runs on two CPUs with evstream's catch-up pause in the
+ * reader (bare_peek_paced()): the most a ring can do that hands over
+ * timestamped records the way evstream's default does.
  */
 #ifndef EVS_BENCH_BARE_H
 #define EVS_BENCH_BARE_H
@@ -83,6 +86,47 @@ static inline const uint8_t *bare_peek(struct bare_ring *b, struct bare_side *c)
 			return NULL;
 	}
 	return b->area + c->off;
+}
+
+/*
+ * The consumer's catch-up pause of evstream (transport/consumer.c) on the
+ * bare ring, for the timestamped limit: when a look found records after
+ * fewer than EVS__CATCHUP_QUIET_LOOKS empty ones (records come faster
+ * than it looks), the next look waits pause_ns first, touching no shared
+ * memory; a look that finds nothing, or less than EVS__CATCHUP_MIN_BYTES
+ * after a pause, ends the spell.
+ */
+struct bare_pace {
+	uint64_t pause_ns;
+	bool following;
+	int quiet_looks;
+};
+
+static inline const uint8_t *bare_peek_paced(struct bare_ring *b, struct bare_side *c,
+					     struct bare_pace *pc)
+{
+	bool paused = pc->following;
+	const uint8_t *r;
+
+	if (c->pos != c->other)
+		return b->area + c->off;
+	if (paused) {
+		uint64_t end = cli_now_ns() + pc->pause_ns;
+
+		while (cli_now_ns() < end)
+			cpu_relax();
+	}
+	r = bare_peek(b, c);
+	if (!r) {
+		pc->following = false;
+		if (pc->quiet_looks < EVS__CATCHUP_QUIET_LOOKS)
+			pc->quiet_looks++;
+		return NULL;
+	}
+	pc->following = paused ? c->other - c->pos >= EVS__CATCHUP_MIN_BYTES
+			       : pc->quiet_looks < EVS__CATCHUP_QUIET_LOOKS;
+	pc->quiet_looks = 0;
+	return r;
 }
 
 static inline void bare_release(struct bare_ring *b, struct bare_side *c, uint64_t size)

@@ -179,7 +179,9 @@ void limit_efd_wake(struct lat *out, bool use_poll);
  * cannot be had. */
 int limit_line_message(double rate, uint64_t n, struct lat *out, struct hist *all);
 struct tput alt_measure(bool sock, size_t size, const uint8_t *src);
-struct tput bare_measure(size_t size, const uint8_t *src);
+/* The bare ring (bare.c); stamped: a TSC read per record and the reader
+ * paced as evstream's default consumer. */
+struct tput bare_measure(size_t size, const uint8_t *src, bool stamped);
 void tput_run(void);
 void cost_run(void);
 void latency_run(void);

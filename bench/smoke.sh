@@ -221,6 +221,8 @@ r = rows[0]
 assert r["payload"] == 64 and r["events_s"] > 0 and r["x_pipe"] > 0 and r["x_memcpy"] > 0, r
 assert r["pipe_events_s"] > 0 and r["socket_events_s"] > 0 and r["memcpy_gb_s"] > 0, r
 assert r["rounds"] == 2 and r["bare_ring_events_s"] > 0 and r["x_bare_ring"] > 0, r
+# the bare ring stamped and paced like the default path, on the same row
+assert r["stamped_ring_events_s"] > 0 and r["x_stamped_ring"] > 0, r
 assert r["x_pipe_min"] <= r["x_pipe"] <= r["x_pipe_max"], r
 causes = {x["cause"]: x for x in d["drops"]}
 assert set(causes) == {"no_consumer", "ring_full"}, causes

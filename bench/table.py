@@ -294,7 +294,10 @@ def limits_line(d):
                                                 and "events_s" in t), None)
     t1m = next((t for t in d.get("throughput", []) if t.get("payload") == MIB and "events_s" in t), None)
     if t64:
-        lims.append(f"bare SPSC ring {rate(t64.get('bare_ring_events_s'))}/s and pipe "
+        stamped = t64.get("stamped_ring_events_s")
+        stamped = (f" (stamped, a TSC read per record, and read with the catch-up pause: "
+                   f"{rate(stamped)}/s)" if stamped else "")
+        lims.append(f"bare SPSC ring {rate(t64.get('bare_ring_events_s'))}/s{stamped} and pipe "
                     f"{rate(t64['pipe_events_s'])}/s at 64 B")
     if t1m:
         lims.append(f"memcpy {fmt(t1m['memcpy_gb_s'], 1)} GB/s in 1 MiB blocks over {d['ring_bytes'] >> 20} MiB")
@@ -321,14 +324,18 @@ def paths_table(d):
     rows = [(v, what) for v, what in PATHS if tput(d, v, 64) or tput(d, v, MIB)]
     if not rows:
         return None
-    out = ["| path | what | 64 B events/s | × bare ring | × pipe (lowest–highest round) | "
-           "consumer found it empty, per event | 1 MiB GB/s (× memcpy) |",
-           "|---|---|---|---|---|---|---|"]
+    # runs since the stamped ring: x it, what the library's own work costs
+    st = any(get(tput(d, v, 64), "x_stamped_ring") is not None for v, _ in rows)
+    out = ["| path | what | 64 B events/s | × bare ring | " + ("× stamped ring | " if st else "") +
+           "× pipe (lowest–highest round) | consumer found it empty, per event | 1 MiB GB/s (× memcpy) |",
+           "|---|---|---|---|---|---|---|" + ("---|" if st else "")]
     for v, what in rows:
         a, b = tput(d, v, 64), tput(d, v, MIB)
-        c64 = (f"{rate(a['events_s'])} | {times(a.get('x_bare_ring'))} | {times(a['x_pipe'])} "
+        xs = f"{times(a.get('x_stamped_ring'))} | " if st and a else ""
+        c64 = (f"{rate(a['events_s'])} | {times(a.get('x_bare_ring'))} | {xs}{times(a['x_pipe'])} "
                f"({spread(a.get('x_pipe_min'), a.get('x_pipe_max'))}) | "
-               f"{fmt(a.get('consumer_empty_per_event'))}" if a else "– | – | – | –")
+               f"{fmt(a.get('consumer_empty_per_event'))}" if a else
+               "– | – | " + ("– | " if st else "") + "– | –")
         c1m = f"{fmt(b['gb_s'])} ({times(b['x_memcpy'])})" if b else "–"
         out.append(f"| `{v}` | {what} | {c64} | {c1m} |")
     skipped = {}

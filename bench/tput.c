@@ -33,6 +33,10 @@ enum cons { C_PEEK, C_CONSUME, C_NRT, C_WAIT };
 static const char *const prod_names[] = { "emit", "reserve", "deferred32" };
 static const char *const cons_names[] = { "peek", "consume", "nrt", "wait" };
 
+/* The stamped bare ring runs for payloads up to this size: beyond it the
+ * clock read is lost in the copy (the no-timestamps paths stop there too). */
+#define STAMPED_MAX_PAYLOAD 1024
+
 /* P_DEFERRED: zero-copy records published in bursts of this many */
 #define DEFERRED_BURST 32
 
@@ -311,6 +315,9 @@ static const struct variant variants[] = {
 /* Everything measured for one payload size, round by round. */
 struct payload_rounds {
 	double memcpy_ev[MAX_ROUNDS], pipe[MAX_ROUNDS], sock[MAX_ROUNDS], bare[MAX_ROUNDS];
+	/* the bare ring stamped and paced (bare.c); payloads where the clock
+	 * read weighs, as for the no-timestamps paths */
+	double stamped[MAX_ROUNDS];
 	double ring_copy_ev[MAX_ROUNDS]; /* evs__ring_copy() alone; payloads that it streams */
 	double ev[NVARIANTS][MAX_ROUNDS];
 	double empty[NVARIANTS][MAX_ROUNDS]; /* consumer found the ring empty, per event */
@@ -345,7 +352,8 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 	pr->ring_copy_ev[r] = size >= EVS__RING_COPY_STREAMING ? limit_ring_copy(size).ev_s : NAN;
 	pr->pipe[r] = alt_measure(false, size, src).ev_s;
 	pr->sock[r] = alt_measure(true, size, src).ev_s;
-	pr->bare[r] = bare_measure(size, src).ev_s;
+	pr->bare[r] = bare_measure(size, src, false).ev_s;
+	pr->stamped[r] = size <= STAMPED_MAX_PAYLOAD ? bare_measure(size, src, true).ev_s : NAN;
 	for (size_t k = 0; k < NVARIANTS; k++) {
 		const struct variant *v = &variants[k];
 		struct tput t;
@@ -376,7 +384,7 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 /* The medians over the rounds of what one payload size's variants are
  * compared with. */
 struct payload_limits {
-	struct tput memcpy, pipe, sock, bare, ring_copy;
+	struct tput memcpy, pipe, sock, bare, stamped, ring_copy;
 };
 
 static void report_variant(const struct payload_rounds *pr, size_t k, int rounds,
@@ -389,6 +397,7 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	double xp = paired_ratio(pr->ev[k], pr->pipe, rounds);
 	double xs = paired_ratio(pr->ev[k], pr->sock, rounds);
 	double xb = paired_ratio(pr->ev[k], pr->bare, rounds);
+	double xst = paired_ratio(pr->ev[k], pr->stamped, rounds);
 	/* same bytes per event on both sides: the events/s ratio is the GB/s one */
 	double xm = size ? paired_ratio(pr->ev[k], pr->memcpy_ev, rounds) : NAN;
 	double xc = paired_ratio(pr->ev[k], pr->ring_copy_ev, rounds);
@@ -424,6 +433,9 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	rep_num("x_pipe_max", hi);
 	rep_num("x_socket", xs);
 	rep_num("x_bare_ring", xb);
+	/* x the bare ring stamped and paced like the default path: what the
+	 * library's own work costs on two CPUs, the clock read paid */
+	rep_num("x_stamped_ring", xst);
 	rep_num("x_memcpy", xm);
 	/* from EVS__RING_COPY_STREAMING on, the producer's copy streams past its
 	 * caches and can beat memcpy: this says by how much of its own limit */
@@ -435,6 +447,7 @@ static void report_variant(const struct payload_rounds *pr, size_t k, int rounds
 	rep_num("pipe_events_s", pl->pipe.ev_s);
 	rep_num("socket_events_s", pl->sock.ev_s);
 	rep_num("bare_ring_events_s", pl->bare.ev_s);
+	rep_num("stamped_ring_events_s", pl->stamped.ev_s);
 	rep_int("ring_full_retries", pr->retries[k]);
 	/* how closely the consumer follows: near 0 it reads from behind, near
 	 * or above 1 it waits on every record (docs/benchmarks.md) */
@@ -488,6 +501,7 @@ void tput_run(void)
 		pl.pipe = tput_of(median(pr->pipe, rounds), size);
 		pl.sock = tput_of(median(pr->sock, rounds), size);
 		pl.bare = tput_of(median(pr->bare, rounds), size);
+		pl.stamped = tput_of(median(pr->stamped, rounds), size);
 		say("\n%-26s %8s %13s %8s %9s %9s %9s %9s\n", "payload / path/pages", "bytes", "events/s",
 		    "GB/s", "x pipe", "x socket", "x bare", "x memcpy");
 		if (size)
@@ -497,6 +511,11 @@ void tput_run(void)
 			    pl.ring_copy.ev_s, pl.ring_copy.gb_s, "",
 			    paired_ratio(pr->ring_copy_ev, pr->memcpy_ev, rounds));
 		report_limit("  limit: bare SPSC ring", &pl.bare, size, "bare");
+		if (size <= STAMPED_MAX_PAYLOAD)
+			/* x bare: what one clock read a record costs on two CPUs */
+			say("%-26s %8zu %13.0f %8.3f %9s %9s %9.2f\n", "  limit: stamped ring", size,
+			    pl.stamped.ev_s, pl.stamped.gb_s, "", "",
+			    paired_ratio(pr->stamped, pr->bare, rounds));
 		report_limit("  alternative: pipe", &pl.pipe, size, "pipe");
 		report_limit("  alternative: socket", &pl.sock, size, "socket");
 		for (size_t k = 0; k < NVARIANTS; k++) {

@@ -12,6 +12,8 @@
 
 _Static_assert(EVS__RING_COPY_STREAMING == EVS_RING_COPY_STREAMING, "one threshold");
 _Static_assert(EVS__DROP_BATCH == EVS_DROP_BATCH, "one batch");
+_Static_assert(EVS__CATCHUP_QUIET_LOOKS == EVS_CATCHUP_QUIET_LOOKS, "one rule");
+_Static_assert(EVS__CATCHUP_MIN_BYTES == EVS_CATCHUP_MIN_BYTES, "one rule");
 
 EVS_API int evs__producer_tuning(const struct evs_producer *p, unsigned int core,
 				 struct evs_tuning *t)

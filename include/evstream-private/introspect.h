@@ -29,6 +29,13 @@ EVS_API int evs__consumer_tuning(const struct evs_consumer *c, struct evs_tuning
 #define EVS__RING_COPY_STREAMING (64 * 1024)
 EVS_API void evs__ring_copy(void *dst, const void *src, size_t n);
 
+/* The consumer's catch-up pause (transport/consumer.h), for the bench's
+ * bare ring to pace its reader alike: records found after fewer empty
+ * looks than this start a spell; a look after a pause that finds fewer
+ * bytes than this ends it. */
+#define EVS__CATCHUP_QUIET_LOOKS 8
+#define EVS__CATCHUP_MIN_BYTES 2048
+
 /* Drops reach the drop tracepoint in batches of at most this many
  * (transport/probes.h). */
 #define EVS__DROP_BATCH 4096u
