@@ -174,17 +174,19 @@ static void stream_wake_slow(struct evs_stream *s)
 	}
 }
 
-/* Write the record's header and move the private position past it;
- * nothing is visible to the consumer until stream_publish(). All of the
- * header is written here, at once: a consumer waiting for this record
- * polls (and prefetches) this line, and stores split between reserve and
- * commit would hand it over twice (docs/design-notes.md, "Emit"). */
-static __always_inline void stream_seal(struct evs_stream *s, uint64_t timestamp_ns)
+/* Write the header of a record of len bytes at prod_off and move the
+ * private position past it; nothing is visible to the consumer until
+ * stream_publish(). All of the header is written here, at once: a
+ * consumer waiting for this record polls (and prefetches) this line, and
+ * stores split between reserve and commit would hand it over twice
+ * (docs/design-notes.md, "Emit"). */
+static __always_inline void stream_seal_as(struct evs_stream *s, uint64_t size, uint32_t type,
+					   uint64_t len, uint64_t timestamp_ns)
 {
 	struct evs_event_header *h = (struct evs_event_header *)(s->data + s->prod_off);
 
-	h->data_size = s->resv_size;
-	h->type = s->resv_type;
+	h->data_size = size;
+	h->type = type;
 	h->flags = 0;
 	h->seq = s->produced;
 	h->timestamp_ns = timestamp_ns;
@@ -193,10 +195,16 @@ static __always_inline void stream_seal(struct evs_stream *s, uint64_t timestamp
 
 	s->produced++;
 	s->committed++;
-	s->prod_pos += s->resv_len;
-	s->prod_off += s->resv_len;
+	s->prod_pos += len;
+	s->prod_off += len;
 	if (s->prod_off >= s->cap)
 		s->prod_off -= s->cap;
+}
+
+/* Seal the open reservation. */
+static __always_inline void stream_seal(struct evs_stream *s, uint64_t timestamp_ns)
+{
+	stream_seal_as(s, s->resv_size, s->resv_type, s->resv_len, timestamp_ns);
 	s->resv_len = 0;
 }
 
@@ -248,15 +256,21 @@ void evs_stream_publish(struct evs_stream *s)
 	stream_publish(s);
 }
 
-/* One clock read stamps the record and any deferred ones before it, so
- * that timestamps never go back along the stream. */
-static __always_inline void stream_commit(struct evs_stream *s)
+/* The record's timestamp. One clock read stamps the record and any
+ * deferred ones before it, so that timestamps never go back along the
+ * stream. */
+static __always_inline uint64_t stream_stamp(struct evs_stream *s)
 {
 	uint64_t ts = s->timestamps ? evs_clock_now(&s->clock) : 0;
 
 	if (unlikely(s->unstamped))
 		stream_stamp_deferred(s, ts);
-	stream_seal(s, ts);
+	return ts;
+}
+
+static __always_inline void stream_commit(struct evs_stream *s)
+{
+	stream_seal(s, stream_stamp(s));
 	stream_publish(s);
 }
 
@@ -337,17 +351,17 @@ EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core)
 /* Write a whole record the admit step allowed; out of line, so that
  * only this path saves the caller's registers. It looks at burst_events
  * again rather than having a path of its own for the first write after
- * drops, which was slower through two cores (docs/design-notes.md, "Emit"). */
+ * drops, which was slower through two cores (docs/design-notes.md, "Emit").
+ * No reservation is opened: size, type and length go to the header
+ * directly, not through resv_* and back. */
 static __attribute__((noinline)) int stream_write(struct evs_stream *s, uint32_t type,
 						  const void *data, size_t size)
 {
-	void *dst;
-
 	if (unlikely(s->burst_events))
 		evs_stream_drop_burst_end(s);
-	dst = stream_open(s, type, size);
-	ring_copy(dst, data, size);
-	stream_commit(s);
+	ring_copy(s->data + s->prod_off + EVS_RECORD_HDR, data, size);
+	stream_seal_as(s, size, type, evs_record_len(size), stream_stamp(s));
+	stream_publish(s);
 	return 0;
 }
 
