@@ -118,8 +118,15 @@ def host_key(d):
     return f"{vendor}-{cs}"
 
 
+def cpu_name(d):
+    """The CPU model as people say it: 'Intel(R) Xeon(R) Processor' is Intel Xeon."""
+    name = re.sub(r"\((R|TM)\)", "", d["cpu"])
+    name = re.sub(r"\s+(Processor|CPU)\b.*$", "", name)
+    return re.sub(r"\s+", " ", name).strip() or d["cpu"]
+
+
 def host_title(d):
-    return f"{d['cpu']}, clocksource {d['clocksource']}"
+    return f"{cpu_name(d)}, clocksource {d['clocksource']}"
 
 
 def load(path):
@@ -241,7 +248,7 @@ def order(reports):
 
 
 def column_title(d):
-    return f"{d['cpu']}, {d['clocksource']}" + (" (earlier benchmark)" if d["old_names"] else "")
+    return f"{cpu_name(d)}, {d['clocksource']}" + (" (earlier benchmark)" if d["old_names"] else "")
 
 
 def summary(reports):
