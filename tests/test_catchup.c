@@ -284,6 +284,21 @@ static bool fd_readable(int fd)
 	return poll(&pfd, 1, 0) == 1;
 }
 
+/* prepare_wait finds nothing and arms (having paused want_pauses times
+ * in all, armed want_arms times): the fd is not readable until record v
+ * comes, and is then; v is read. */
+static void arm_then_woken_by(struct pair *pr, int fd, uint64_t v, uint64_t want_pauses,
+			      uint64_t want_arms)
+{
+	ck_assert_int_eq(evs_consumer__prepare_wait(pr->c), 0);
+	ck_assert_uint_eq(pauses(pr->c), want_pauses);
+	ck_assert_uint_eq(tuning_of(pr->c).arms, want_arms);
+	ck_assert(!fd_readable(fd));
+	emit(pr, v);
+	ck_assert(fd_readable(fd));
+	read_expect(pr, v);
+}
+
 /* prepare_wait arms only when the ring is empty, and the fd is then
  * readable exactly when records come. */
 START_TEST(test_catchup_prepare_wait_stays_exact)
@@ -305,14 +320,8 @@ START_TEST(test_catchup_prepare_wait_stays_exact)
 	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), -EAGAIN);
 	read_expect(&pr, 3);
 	/* 3 was found at once (records came faster than we looked), so
-	 * this look pauses first; it finds nothing: armed, not readable */
-	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), 0);
-	ck_assert_uint_eq(pauses(pr.c), 1);
-	ck_assert_uint_eq(tuning_of(pr.c).arms, 1);
-	ck_assert(!fd_readable(fd));
-	emit(&pr, 4);
-	ck_assert(fd_readable(fd));
-	read_expect(&pr, 4);
+	 * this look pauses first; it finds nothing and arms */
+	arm_then_woken_by(&pr, fd, 4, 1, 1);
 	/* the first record after a sleep is not followed by a pause */
 	peek_empty(&pr);
 	ck_assert_uint_eq(pauses(pr.c), 1);
@@ -356,14 +365,8 @@ START_TEST(test_catchup_prepare_wait_pauses_when_following)
 	ck_assert_uint_eq(tuning_of(pr.c).arms, 1);
 	read_expect(&pr, 6);
 	/* that pause found less than a spell: the next look is at once,
-	 * finds nothing, and arms; not readable until a record comes */
-	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), 0);
-	ck_assert_uint_eq(pauses(pr.c), 1);
-	ck_assert_uint_eq(tuning_of(pr.c).arms, 2);
-	ck_assert(!fd_readable(fd));
-	emit(&pr, 7);
-	ck_assert(fd_readable(fd));
-	read_expect(&pr, 7);
+	 * finds nothing, and arms */
+	arm_then_woken_by(&pr, fd, 7, 1, 2);
 	pair_close(&pr);
 }
 END_TEST
