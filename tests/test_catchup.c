@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -372,45 +373,76 @@ START_TEST(test_catchup_prepare_wait_pauses_when_following)
 END_TEST
 
 /* Two threads: with pauses in the hand-over, every record arrives once, in
- * order, and a consumer that sleeps between spells is woken for the last. */
+ * order, and a consumer that sleeps between spells is woken for the last.
+ * The producer emits spells of SPELL_RECORDS until told to stop; the
+ * consumer stops it once it has read TWO_THREADS_MIN records and paused,
+ * or TWO_THREADS_MAX records (a pause needs the two threads to run at
+ * once, which a loaded machine may not give a short run). */
+#define SPELL_RECORDS 4096
+#define TWO_THREADS_MIN 200000
+#define TWO_THREADS_MAX 4000000
+
 struct spell_ctx {
 	struct evs_producer *p;
-	uint64_t n;
+	atomic_bool stop;
+	atomic_bool done;
+	uint64_t sent; /* written before done */
 };
 
 static void *spell_producer(void *arg)
 {
 	struct spell_ctx *x = arg;
+	uint64_t v = 0;
 
-	for (uint64_t v = 0; v < x->n; v++) {
-		while (evs_producer__emit(x->p, 0, 1, &v, sizeof(v)) == -ENOBUFS)
-			;
-		if (v % 4096 == 4095)
-			usleep(200); /* let the consumer sleep between spells */
+	while (!atomic_load_explicit(&x->stop, memory_order_relaxed)) {
+		for (int k = 0; k < SPELL_RECORDS; k++, v++)
+			while (evs_producer__emit(x->p, 0, 1, &v, sizeof(v)) == -ENOBUFS)
+				;
+		usleep(200); /* let the consumer sleep between spells */
 	}
+	x->sent = v;
+	/* release: every record and sent before done; pairs with the
+	 * consumer's acquire load of done */
+	atomic_store_explicit(&x->done, true, memory_order_release);
 	return NULL;
 }
 
 START_TEST(test_catchup_two_threads_in_order_and_woken)
 {
-	struct spell_ctx x = { .n = 200000 };
+	struct spell_ctx x = { 0 };
 	struct pair pr;
 	pthread_t t;
 	uint64_t want = 0;
+	bool stopping = false;
 
 	unsetenv("EVSTREAM_CATCHUP_NS");
 	pair_open(&pr);
 	x.p = pr.p;
 	ck_assert_int_eq(pthread_create(&t, NULL, spell_producer, &x), 0);
-	while (want < x.n) {
+	for (;;) {
 		struct evs_record rec;
 		uint64_t got;
-		int err = evs_consumer__peek(pr.c, &rec);
+		int err;
 
+		if (!stopping && want >= TWO_THREADS_MIN &&
+		    (pauses(pr.c) > 0 || want >= TWO_THREADS_MAX)) {
+			atomic_store_explicit(&x.stop, true, memory_order_relaxed);
+			stopping = true;
+		}
+		err = evs_consumer__peek(pr.c, &rec);
 		if (err == -EAGAIN) {
-			/* no timeout: a lost wakeup hangs here, and the
-			 * test's deadline fails it */
-			ck_assert_int_eq(evs_consumer__wait(pr.c, -1), 0);
+			/* acquire: pairs with the producer's release of done;
+			 * an empty look after it means everything was read, a
+			 * record is held and read at the next turn */
+			if (stopping && atomic_load_explicit(&x.done, memory_order_acquire)) {
+				if (evs_consumer__peek(pr.c, &rec) == -EAGAIN)
+					break;
+				continue;
+			}
+			/* no timeout while records still come: a lost wakeup
+			 * hangs here, and the test's deadline fails it */
+			err = evs_consumer__wait(pr.c, stopping ? 10 : -1);
+			EVS_CHECK(err == 0 || (stopping && err == -ETIMEDOUT), "wait: %d", err);
 			continue;
 		}
 		EVS_CHECK(err == 0, "peek: %d", err);
@@ -420,7 +452,8 @@ START_TEST(test_catchup_two_threads_in_order_and_woken)
 		want++;
 	}
 	pthread_join(t, NULL);
-	ck_assert(pauses(pr.c) > 0);
+	ck_assert_uint_eq(want, x.sent);
+	ck_assert_msg(pauses(pr.c) > 0, "no pause in %" PRIu64 " records", want);
 	pair_close(&pr);
 }
 END_TEST
