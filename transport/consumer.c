@@ -63,6 +63,18 @@ static inline uint64_t consumer_read_pos(const struct evs_consumer *c)
 	return c->read_pos;
 }
 
+/* consumer_read_pos() as a ring offset: where the next record starts. */
+static inline uint64_t consumer_read_off(const struct evs_consumer *c)
+{
+	uint64_t off;
+
+	if (likely(c->held <= 1)) {
+		off = c->cons_off + (c->held ? c->peek_len : 0);
+		return off >= c->cap ? off - c->cap : off;
+	}
+	return c->read_off;
+}
+
 /* Checks a producer position; 0 when records are pending beyond what
  * was handed out. */
 static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
@@ -392,7 +404,6 @@ static int consumer_drop_stale_kick(struct evs_consumer *c)
  */
 static int consumer_prepare_wait(struct evs_consumer *c)
 {
-	bool paused;
 	uint64_t v;
 	int err;
 
@@ -403,18 +414,14 @@ static int consumer_prepare_wait(struct evs_consumer *c)
 	/* records we know of: nothing to look at */
 	if (consumer_read_pos(c) != c->prod_cache)
 		return -EAGAIN;
-	/* The catch-up pause, as in consumer_look(): the debug-stream API
-	 * calls this after every read that emptied what we knew of, so
-	 * without it a reader that keeps up looks at prod_pos on every
-	 * record. Only while following a busy producer; a reader about to
-	 * sleep found the ring empty first, which ended the spell. */
-	paused = c->following;
-	if (paused)
-		consumer_catch_up(c);
 	for (;;) {
-		err = consumer_fill(c);
-		consumer_note_look(c, err, paused);
-		paused = false;
+		/* a look like peek's, catch-up pause included: the
+		 * debug-stream API calls this after every read that emptied
+		 * what we knew of, so without the pause a reader that keeps
+		 * up would look at prod_pos on every record. Only the first
+		 * look can pause: one that finds nothing ends the spell, as
+		 * does the empty peek before a reader goes to sleep. */
+		err = consumer_look(c, consumer_read_off(c));
 		if (err == 0)
 			return -EAGAIN;
 		if (err != -EAGAIN)
