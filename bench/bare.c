@@ -11,22 +11,20 @@
  * this machine.
  *
  * Stamped (a TSC read per record) and with the reader paced as evstream's
- * default consumer is, it is the limit of a timestamped default path: the
- * bare ring over it is what the clock read costs on two CPUs, it over
- * evstream's default path what the library's own work costs.
+ * default consumer is, it is the limit of a timestamped default path: its
+ * rate over the bare ring's is what the clock read costs on two CPUs, and
+ * evstream's default path over it what the library's own work costs.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bare.h"
 #include "bench.h"
-#include "evstream/evstream.h"
 #include "evstream-private/introspect.h"
 
 struct bare {
 	struct bare_ring ring;
 	bool stamped;   /* a TSC read per record, the reader paced like evstream's */
-	uint64_t pause_ns;
 	size_t size;
 	const uint8_t *src;
 	uint64_t got __attribute__((aligned(128))); /* consumer's */
@@ -34,31 +32,6 @@ struct bare {
 };
 
 static volatile uint64_t sink;
-
-/* The catch-up pause evstream's consumers take in this run (the default,
- * or EVSTREAM_CATCHUP_NS), read off one once; 0 when none can be made. */
-static uint64_t evstream_pause_ns(void)
-{
-	static uint64_t ns = UINT64_MAX;
-	EVS_OPTS(evs_producer_opts, po, .ring_bytes = 1u << 20, .max_events = 1024,
-		 .hugepages = EVS_HUGEPAGES_OFF);
-	struct evs_producer *p;
-	struct evs_consumer *c;
-	struct evs_tuning t;
-
-	if (ns != UINT64_MAX)
-		return ns;
-	ns = 0;
-	p = evs_producer__new(NULL, 1, &po);
-	c = p ? evs_consumer__connect(NULL, 0, NULL) : NULL;
-	if (c && evs__consumer_tuning(c, &t) == 0)
-		ns = t.catchup_ns;
-	else
-		warn("the stamped bare ring reads without a pause: %s", evs_errmsg());
-	evs_consumer__free(c);
-	evs_producer__free(p);
-	return ns;
-}
 
 static void *bare_producer(void *arg)
 {
@@ -83,7 +56,8 @@ static void *bare_consumer(void *arg)
 {
 	struct bare *b = arg;
 	struct bare_side c = { 0 };
-	struct bare_pace pace = { .pause_ns = b->pause_ns, .quiet_looks = EVS__CATCHUP_QUIET_LOOKS };
+	struct bare_pace pace = { .pause_ns = b->stamped ? bopt.catchup_ns : 0,
+				  .quiet_looks = EVS__CATCHUP_QUIET_LOOKS };
 
 	for (;;) {
 		const uint8_t *r = b->stamped ? bare_peek_paced(&b->ring, &c, &pace)
@@ -118,7 +92,6 @@ struct tput bare_measure(size_t size, const uint8_t *src, bool stamped)
 	b->ring.cap = bopt.ring_bytes;
 	b->size = size;
 	b->stamped = stamped;
-	b->pause_ns = stamped ? evstream_pause_ns() : 0;
 	b->src = src;
 	/* faulted in before the clock starts, as evstream's rings are */
 	b->ring.area = bench_area(area);

@@ -129,6 +129,7 @@ struct bench_opts {
 	long payload;           /* throughput: only this payload size, -1 all */
 	int rounds;             /* rounds per throughput payload and per latency case, 1 to MAX_ROUNDS */
 	double window;          /* drop-free: seconds per trial */
+	uint64_t catchup_ns;    /* the consumers' catch-up pause, read off one at start */
 };
 #define MAX_ROUNDS 9
 extern struct bench_opts bopt;

@@ -68,17 +68,26 @@ static void read_line_of(const char *path, const char *key, char *out, size_t le
 	fclose(f);
 }
 
-/* Where the producer's timestamps come from on this machine: a producer
- * made for the question says (docs/architecture.md, "Timestamps"). */
-static const char *producer_clock(void)
+/* How streams are tuned in this run: where the producer's timestamps
+ * come from on this machine (docs/architecture.md, "Timestamps") and the
+ * consumers' catch-up pause (the default, or EVSTREAM_CATCHUP_NS), which
+ * the stamped bare ring takes too. A stream made for the question says. */
+static const char *stream_tuning(void)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
 	struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+	struct evs_consumer *c = p ? evs_consumer__connect(NULL, 0, NULL) : NULL;
 	const char *clk = "unknown";
 	struct evs_tuning t;
 
 	if (p && evs__producer_tuning(p, 0, &t) == 0)
 		clk = t.tsc_timestamps ? "tsc" : "clock_gettime";
+	if (c && evs__consumer_tuning(c, &t) == 0)
+		bopt.catchup_ns = t.catchup_ns;
+	else
+		warn("no consumer to read the catch-up pause off (%s): the stamped ring reads "
+		     "without one", evs_errmsg());
+	evs_consumer__free(c);
 	evs_producer__free(p);
 	return clk;
 }
@@ -86,7 +95,7 @@ static const char *producer_clock(void)
 static void machine(void)
 {
 	char cpu[256], cs[64], hp[64], load[128];
-	const char *clk = producer_clock();
+	const char *clk = stream_tuning();
 	struct utsname u;
 
 	read_line_of("/proc/cpuinfo", "model name", cpu, sizeof(cpu));
@@ -107,6 +116,7 @@ static void machine(void)
 	rep_str("kernel", u.release);
 	rep_str("clocksource", cs);
 	rep_str("producer_clock", clk);
+	rep_int("catchup_ns", bopt.catchup_ns);
 	rep_str("loadavg_start", load);
 	rep_int("quick", bopt.quick);
 	rep_num("secs_per_point", bopt.secs);

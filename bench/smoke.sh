@@ -199,6 +199,8 @@ for k in ("cpu", "kernel", "clocksource", "producer_clock", "throughput"):
     assert k in t, "missing " + k
 # the producer reads the TSC where it is invariant, whatever the clocksource
 assert t["producer_clock"] in ("tsc", "clock_gettime"), t["producer_clock"]
+# the consumers' catch-up pause, which the stamped ring takes too (default)
+assert t["catchup_ns"] == 2000, t["catchup_ns"]
 flags = next((l for l in open("/proc/cpuinfo") if l.startswith("flags")), "").split()
 invariant = "constant_tsc" in flags and "nonstop_tsc" in flags
 assert (t["producer_clock"] == "tsc") == invariant, (t["producer_clock"], t["clocksource"])

@@ -33,9 +33,10 @@ enum cons { C_PEEK, C_CONSUME, C_NRT, C_WAIT };
 static const char *const prod_names[] = { "emit", "reserve", "deferred32" };
 static const char *const cons_names[] = { "peek", "consume", "nrt", "wait" };
 
-/* The stamped bare ring runs for payloads up to this size: beyond it the
- * clock read is lost in the copy (the no-timestamps paths stop there too). */
-#define STAMPED_MAX_PAYLOAD 1024
+/* Payloads up to this size are where the clock read weighs: the paths
+ * without timestamps and the stamped bare ring run for them only (beyond,
+ * the read is lost in the copy). */
+#define CLOCK_WEIGHS_MAX_PAYLOAD 1024
 
 /* P_DEFERRED: zero-copy records published in bursts of this many */
 #define DEFERRED_BURST 32
@@ -315,8 +316,8 @@ static const struct variant variants[] = {
 /* Everything measured for one payload size, round by round. */
 struct payload_rounds {
 	double memcpy_ev[MAX_ROUNDS], pipe[MAX_ROUNDS], sock[MAX_ROUNDS], bare[MAX_ROUNDS];
-	/* the bare ring stamped and paced (bare.c); payloads where the clock
-	 * read weighs, as for the no-timestamps paths */
+	/* the bare ring stamped and paced (bare.c), up to
+	 * CLOCK_WEIGHS_MAX_PAYLOAD */
 	double stamped[MAX_ROUNDS];
 	double ring_copy_ev[MAX_ROUNDS]; /* evs__ring_copy() alone; payloads that it streams */
 	double ev[NVARIANTS][MAX_ROUNDS];
@@ -337,8 +338,7 @@ static bool variant_wanted(const struct variant *v, size_t size)
 	char name[64];
 
 	variant_name(v, name, sizeof(name));
-	/* timestamps matter only where the per-event cost is small */
-	if (v->no_ts && size > 1024)
+	if (v->no_ts && size > CLOCK_WEIGHS_MAX_PAYLOAD)
 		return false;
 	return !bopt.variant || strstr(name, bopt.variant);
 }
@@ -353,7 +353,7 @@ static void measure_round(struct payload_rounds *pr, int r, size_t size, const u
 	pr->pipe[r] = alt_measure(false, size, src).ev_s;
 	pr->sock[r] = alt_measure(true, size, src).ev_s;
 	pr->bare[r] = bare_measure(size, src, false).ev_s;
-	pr->stamped[r] = size <= STAMPED_MAX_PAYLOAD ? bare_measure(size, src, true).ev_s : NAN;
+	pr->stamped[r] = size <= CLOCK_WEIGHS_MAX_PAYLOAD ? bare_measure(size, src, true).ev_s : NAN;
 	for (size_t k = 0; k < NVARIANTS; k++) {
 		const struct variant *v = &variants[k];
 		struct tput t;
@@ -511,7 +511,7 @@ void tput_run(void)
 			    pl.ring_copy.ev_s, pl.ring_copy.gb_s, "",
 			    paired_ratio(pr->ring_copy_ev, pr->memcpy_ev, rounds));
 		report_limit("  limit: bare SPSC ring", &pl.bare, size, "bare");
-		if (size <= STAMPED_MAX_PAYLOAD)
+		if (size <= CLOCK_WEIGHS_MAX_PAYLOAD)
 			/* x bare: what one clock read a record costs on two CPUs */
 			say("%-26s %8zu %13.0f %8.3f %9s %9s %9.2f\n", "  limit: stamped ring", size,
 			    pl.stamped.ev_s, pl.stamped.gb_s, "", "",
