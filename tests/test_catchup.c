@@ -20,6 +20,7 @@
 struct pair {
 	struct evs_producer *p;
 	struct evs_consumer *c;
+	int fd; /* the consumer's wakeup fd */
 };
 
 static void pair_open(struct pair *pr)
@@ -31,6 +32,7 @@ static void pair_open(struct pair *pr)
 	ck_assert_msg(pr->p, "producer: %s", evs_errmsg());
 	pr->c = evs_consumer__connect(NULL, 0, NULL);
 	ck_assert_msg(pr->c, "consumer: %s", evs_errmsg());
+	pr->fd = evs_consumer__fd(pr->c);
 }
 
 static void pair_close(struct pair *pr)
@@ -288,15 +290,14 @@ static bool fd_readable(int fd)
 /* prepare_wait finds nothing and arms (having paused want_pauses times
  * in all, armed want_arms times): the fd is not readable until record v
  * comes, and is then; v is read. */
-static void arm_then_woken_by(struct pair *pr, int fd, uint64_t v, uint64_t want_pauses,
-			      uint64_t want_arms)
+static void arm_then_woken_by(struct pair *pr, uint64_t v, uint64_t want_pauses, uint64_t want_arms)
 {
 	ck_assert_int_eq(evs_consumer__prepare_wait(pr->c), 0);
 	ck_assert_uint_eq(pauses(pr->c), want_pauses);
 	ck_assert_uint_eq(tuning_of(pr->c).arms, want_arms);
-	ck_assert(!fd_readable(fd));
+	ck_assert(!fd_readable(pr->fd));
 	emit(pr, v);
-	ck_assert(fd_readable(fd));
+	ck_assert(fd_readable(pr->fd));
 	read_expect(pr, v);
 }
 
@@ -305,11 +306,9 @@ static void arm_then_woken_by(struct pair *pr, int fd, uint64_t v, uint64_t want
 START_TEST(test_catchup_prepare_wait_stays_exact)
 {
 	struct pair pr;
-	int fd;
 
 	unsetenv("EVSTREAM_CATCHUP_NS");
 	pair_open(&pr);
-	fd = evs_consumer__fd(pr.c);
 	emit(&pr, 1);
 	emit(&pr, 2);
 	read_expect(&pr, 1);
@@ -322,7 +321,7 @@ START_TEST(test_catchup_prepare_wait_stays_exact)
 	read_expect(&pr, 3);
 	/* 3 was found at once (records came faster than we looked), so
 	 * this look pauses first; it finds nothing and arms */
-	arm_then_woken_by(&pr, fd, 4, 1, 1);
+	arm_then_woken_by(&pr, 4, 1, 1);
 	/* the first record after a sleep is not followed by a pause */
 	peek_empty(&pr);
 	ck_assert_uint_eq(pauses(pr.c), 1);
@@ -337,11 +336,9 @@ END_TEST
 START_TEST(test_catchup_prepare_wait_pauses_when_following)
 {
 	struct pair pr;
-	int fd;
 
 	unsetenv("EVSTREAM_CATCHUP_NS");
 	pair_open(&pr);
-	fd = evs_consumer__fd(pr.c);
 	emit(&pr, 1);
 	read_expect(&pr, 1);      /* after idling: not following */
 	ck_assert_int_eq(evs_consumer__prepare_wait(pr.c), 0); /* empty: armed */
@@ -367,7 +364,7 @@ START_TEST(test_catchup_prepare_wait_pauses_when_following)
 	read_expect(&pr, 6);
 	/* that pause found less than a spell: the next look is at once,
 	 * finds nothing, and arms */
-	arm_then_woken_by(&pr, fd, 7, 1, 2);
+	arm_then_woken_by(&pr, 7, 1, 2);
 	pair_close(&pr);
 }
 END_TEST
