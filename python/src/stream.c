@@ -212,9 +212,35 @@ static PyObject *lease_error(EventObject *ev)
 	return NULL;
 }
 
+/*
+ * An Event is made and dropped for every record: a few dropped ones are
+ * kept for the next, which spares the allocator's two calls (a fifth of
+ * the instructions of an iteration step). Events are not tracked by the
+ * garbage collector, so their memory alone is kept; it is touched with
+ * the GIL held only.
+ */
+#define EVENT_SPARES 8
+static PyObject *event_spares[EVENT_SPARES];
+static int event_nspares;
+
+static EventObject *event_alloc(void)
+{
+	if (event_nspares)
+		return (EventObject *)PyObject_Init(event_spares[--event_nspares], evspy_event_type);
+	return PyObject_New(EventObject, evspy_event_type);
+}
+
+static void event_free(PyObject *self)
+{
+	if (event_nspares < EVENT_SPARES)
+		event_spares[event_nspares++] = self;
+	else
+		PyObject_Free(self);
+}
+
 PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_t ticket)
 {
-	EventObject *ev = PyObject_New(EventObject, evspy_event_type);
+	EventObject *ev = event_alloc();
 
 	if (!ev) {
 		slot_done(s, ticket);
@@ -275,7 +301,7 @@ static void event_dealloc(PyObject *self)
 	Py_XDECREF(ev->prefix);
 	Py_XDECREF(ev->dtype);
 	Py_DECREF((PyObject *)ev->stream);
-	PyObject_Free(self);
+	event_free(self);
 	Py_DECREF(tp);
 }
 
