@@ -134,6 +134,8 @@ StreamObject *evspy_stream_open(PyObject *producer, unsigned int core, double ti
 int evspy_stream_take(StreamObject *s, struct evs_record *rec, uint64_t *ticket);
 PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_t ticket);
 void evspy_event_end(EventObject *ev);
+/* Give the kept memory of dropped Events back (the module's end). */
+void evspy_event_spares_free(void);
 void evspy_stream_shut(StreamObject *s);
 int evspy_stream_prepare_wait(StreamObject *s);
 

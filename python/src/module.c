@@ -169,6 +169,12 @@ static int mod_exec(PyObject *m)
 	return 0;
 }
 
+static void mod_free(void *m)
+{
+	(void)m;
+	evspy_event_spares_free();
+}
+
 static PyModuleDef_Slot mod_slots[] = {
 	{ Py_mod_exec, (void *)mod_exec },
 	{ 0, NULL },
@@ -181,6 +187,7 @@ static struct PyModuleDef mod_def = {
 	.m_size = 0,
 	.m_methods = mod_methods,
 	.m_slots = mod_slots,
+	.m_free = mod_free,
 };
 
 PyMODINIT_FUNC PyInit__native(void)

@@ -238,6 +238,12 @@ static void event_free(PyObject *self)
 		PyObject_Free(self);
 }
 
+void evspy_event_spares_free(void)
+{
+	while (event_nspares)
+		PyObject_Free(event_spares[--event_nspares]);
+}
+
 PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_t ticket)
 {
 	EventObject *ev = event_alloc();
