@@ -50,6 +50,30 @@ def test_iteration_releases_the_previous_event(producer, name):
         first.data
 
 
+def test_an_event_carries_nothing_of_events_read_before_it(producer, name):
+    """Events are made and dropped once per record (and their memory
+    reused): each must show its own record only, whatever came before."""
+    s = evstream.connect(name, 0)
+    t = np.arange(6, dtype=np.float32).reshape(2, 3)
+    producer.emit_tensor(0, "a.weight", t, pipe=1)
+    producer.emit(0, 7, b"raw!")
+    producer.emit_tensor(0, "hello", None, pipe=2)       # a print
+    producer.emit_tensor(0, "b", t[:, 1].astype(np.int16), pipe=1)
+    producer.emit(0, 9, b"")
+    seen = []
+    for ev in itertools.islice(s, 5):
+        seen.append((ev.seq, ev.type, ev.kind, ev.prefix, ev.dtype, ev.shape, ev.gap,
+                     ev.released, bytes(ev.data)))
+    tensor = evstream.EVENT_TENSOR_READ
+    assert seen == [
+        (0, tensor, "tensor", "a.weight", "float32", (2, 3), 0, False, t.tobytes()),
+        (1, 7, "raw", None, None, None, 0, False, b"raw!"),
+        (2, tensor, "print", "hello", None, None, 0, False, b""),
+        (3, tensor, "tensor", "b", "int16", (2,), 0, False, np.array([1, 4], np.int16).tobytes()),
+        (4, 9, "raw", None, None, None, 0, False, b""),
+    ]
+
+
 def test_read_with_timeout_returns_none(producer, name):
     with evstream.connect(name, 0) as s:
         assert s.read(0) is None
