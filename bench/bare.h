@@ -110,12 +110,8 @@ static inline const uint8_t *bare_peek_paced(struct bare_ring *b, struct bare_si
 
 	if (c->pos != c->other)
 		return b->area + c->off;
-	if (paused) {
-		uint64_t end = cli_now_ns() + pc->pause_ns;
-
-		while (cli_now_ns() < end)
-			cpu_relax();
-	}
+	if (paused)
+		bench_spin_until(cli_now_ns() + pc->pause_ns);
 	r = bare_peek(b, c);
 	if (!r) {
 		pc->following = false;

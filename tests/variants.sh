@@ -15,6 +15,11 @@
 #   nohuge    EVSTREAM_HUGEPAGES=off over the normal build, as on a
 #             machine without huge pages: the unit suites, whose huge-page
 #             variants skip loudly
+#   nopyext   PY_DEV= (no Python.h, as without python3-dev): the Python
+#             package is staged without its extension, `make` says so in
+#             one line, `import evstream` takes the pure-Python fallback
+#             by itself, the native suite skips loudly and the whole
+#             Python suite passes on the fallback
 #
 # VARIANTS="clang nobpf" picks some. Run by `.ci/run` (step variants).
 # Exit status: 0 only when every variant built and passed.
@@ -146,7 +151,35 @@ v_nohuge() {
 	return "$rc"
 }
 
-for v in ${VARIANTS:-noprobes nosdt nobpf clang nohuge}; do
+v_nopyext() {
+	local b=$V/nopyext n impl
+	build nopyext PY_DEV= || return 1
+	n=$(grep -c 'left out: the Python extension' "$b/make.log")
+	if [ "$n" -ne 1 ]; then
+		cat "$b/make.log"
+		say "nopyext: make said what it left out $n times, expected once"
+		return 1
+	fi
+	if [ -e "$b/python/evstream/_native.abi3.so" ]; then
+		say "nopyext: the extension was built"
+		return 1
+	fi
+	impl=$(env -u EVSTREAM_PY_IMPL PYTHONPATH="$b/python" EVSTREAM_LIBRARY="$b/libevstream.so.1" \
+		/usr/bin/python3 -c 'import evstream; print(evstream.implementation)') || return 1
+	if [ "$impl" != fallback ]; then
+		say "nopyext: import evstream took '$impl', not the fallback"
+		return 1
+	fi
+	say "nopyext: import evstream took the $impl by itself"
+	suites "$b" python/tests/native.sh python/tests/fallback.sh | tee "$b/suites.log"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+	if ! grep -q '^SKIP.*native extension is not built' "$b/suites.log"; then
+		say "nopyext: the native suite did not skip loudly"
+		return 1
+	fi
+}
+
+for v in ${VARIANTS:-noprobes nosdt nobpf clang nohuge nopyext}; do
 	t0=$SECONDS
 	say "===== $v"
 	if declare -F "v_$v" >/dev/null && "v_$v"; then

@@ -278,10 +278,8 @@ EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *r
 		return -ENOBUFS;
 	if (c->held == 1) {
 		/* the second held record: from here on read_pos is kept */
-		c->read_pos = c->cons_pos + c->peek_len;
-		c->read_off = c->cons_off + c->peek_len;
-		if (c->read_off >= c->cap)
-			c->read_off -= c->cap;
+		c->read_pos = consumer_read_pos(c);
+		c->read_off = consumer_read_off(c);
 	}
 	if (c->read_pos == c->prod_cache) {
 		err = consumer_look(c, c->read_off);

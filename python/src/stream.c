@@ -213,11 +213,11 @@ static PyObject *lease_error(EventObject *ev)
 }
 
 /*
- * An Event is made and dropped for every record: a few dropped ones are
- * kept for the next, which spares the allocator's two calls (a fifth of
- * the instructions of an iteration step). Events are not tracked by the
- * garbage collector, so their memory alone is kept; it is touched with
- * the GIL held only.
+ * An Event is made and dropped for every record: the memory of a few
+ * dropped ones is kept for the next, which spares PyObject_New() and
+ * PyObject_Free() (469 -> 419 instructions an iteration step, callgrind).
+ * Events are not tracked by the garbage collector, so memory is all there
+ * is to keep; it is touched with the GIL held only.
  */
 #define EVENT_SPARES 8
 static PyObject *event_spares[EVENT_SPARES];
