@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+import time
 
 from ._common import bfloat16_to_float32
 
@@ -200,6 +201,40 @@ def fmt(v):
     return "%.4g" % v
 
 
+def print_first(r, out):
+    print("first divergence: %s (A) / seq %d (B), %s vs %s, shape %s"
+          % (r.a.label(), r.b.seq, r.a.dtype, r.b.dtype, r.a.shape), file=out)
+    print("  max abs err %s at index %s (A %s, B %s); max rel err %s; pcc %s"
+          % (fmt(r.max_abs), r.worst, fmt(r.va), fmt(r.vb), fmt(r.max_rel), fmt(r.pcc)),
+          file=out, flush=True)
+
+
+class Progress:
+    """'compare: 120 of 5000 pairs' on stderr when it is a terminal (never
+    in a pipe or a log): shown at the start, rewritten in place at most
+    twice a second, erased before anything else is printed."""
+
+    def __init__(self, f):
+        self.f = f
+        self.on = f.isatty()
+        self.next = 0.0
+        self.shown = False
+
+    def show(self, i, n):
+        if not self.on or time.monotonic() < self.next:
+            return
+        self.next = time.monotonic() + 0.5
+        self.f.write("\rcompare: %d of %d pairs (%d%%)" % (i, n, 100 * i // n))
+        self.f.flush()
+        self.shown = True
+
+    def clear(self):
+        if self.shown:
+            self.f.write("\r\033[K")
+            self.f.flush()
+            self.shown = False
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         prog="python3 -m evstream compare",
@@ -241,37 +276,37 @@ def main(argv=None):
     except ImportError:
         print("compare: NumPy is needed (python3-numpy)", file=sys.stderr)
         return EXIT_BAD
+    crit = []
+    if use_close:
+        crit.append("atol %g, rtol %g" % (atol, rtol))
+    if args.pcc is not None:
+        crit.append("pcc >= %g" % args.pcc)
+    progress = Progress(sys.stderr)
+    results, first = [], None
     try:
         a, b = read_index(args.dump_a), read_index(args.dump_b)
         pairs = pair_up(a, b, cores)
         if not pairs:
             raise BadInput("no tensors to compare in %s and %s%s" % (
                 args.dump_a, args.dump_b, " on cores %s" % args.cores if cores else ""))
-        results, first = [], None
-        for ta, tb in pairs:
+        ncores = sorted({ta.core for ta, _ in pairs})
+        print("compare: %d tensor pairs on cores %s (A %s, B %s; %s)"
+              % (len(pairs), ",".join(map(str, ncores)), args.dump_a, args.dump_b,
+                 "; ".join(crit)), file=out, flush=True)
+        for i, (ta, tb) in enumerate(pairs):
+            progress.show(i, len(pairs))
             r = compare_pair(ta, tb, atol, rtol, args.pcc, use_close)
             results.append(r)
             if r.diverges and first is None:
                 first = r
+                # shown now: on a long compare it is what the user waits for
+                progress.clear()
+                print_first(r, out)
     except BadInput as e:
+        progress.clear()
         print("compare: %s" % e, file=sys.stderr)
         return EXIT_BAD
-    crit = []
-    if use_close:
-        crit.append("atol %g, rtol %g" % (atol, rtol))
-    if args.pcc is not None:
-        crit.append("pcc >= %g" % args.pcc)
-    ncores = sorted({r.a.core for r in results})
-    print("compare: %d tensor pairs on cores %s (A %s, B %s; %s)"
-          % (len(results), ",".join(map(str, ncores)), args.dump_a, args.dump_b, "; ".join(crit)),
-          file=out)
-    if first is not None:
-        r = first
-        print("first divergence: %s (A) / seq %d (B), %s vs %s, shape %s"
-              % (r.a.label(), r.b.seq, r.a.dtype, r.b.dtype, r.a.shape), file=out)
-        print("  max abs err %s at index %s (A %s, B %s); max rel err %s; pcc %s"
-              % (fmt(r.max_abs), r.worst, fmt(r.va), fmt(r.vb), fmt(r.max_rel), fmt(r.pcc)),
-              file=out)
+    progress.clear()
     rows = results if args.all else [r for r in results if r.diverges]
     if rows:
         print("  %4s %8s %-36s %-9s %-16s %10s %10s %9s %s" % (

@@ -99,6 +99,44 @@ def test_nan_and_inf(tmp_path):
     assert rc == 1 and "max abs err inf at index (0,)" in out
 
 
+def test_the_first_divergence_is_shown_before_the_rest_is_read(tmp_path):
+    b = model()
+    b[0] = (0, "embed", "float32", b[0][3] + 0.25)
+    b[3] = (1, "ids", "int32", b[3][3].reshape(1, 5))
+    write_dump(tmp_path / "a", model())
+    write_dump(tmp_path / "b", b)
+    rc, out, err = compare(tmp_path / "a", tmp_path / "b")
+    # the bad last pair ends the run, but what diverged before it was said
+    assert rc == 2 and "shapes differ: core 1 seq 1 'ids'" in err
+    assert "compare: 4 tensor pairs on cores 0,1" in out
+    assert "first divergence: core 0 seq 0 'embed'" in out and "max abs err 0.25" in out
+
+
+def test_progress_goes_to_a_terminal_only(tmp_path):
+    import os
+    import pty
+    write_dump(tmp_path / "a", model())
+    write_dump(tmp_path / "b", model())
+    rc, out, err = compare(tmp_path / "a", tmp_path / "b")
+    assert rc == 0 and err == ""            # a pipe: no progress
+    master, slave = pty.openpty()
+    r = subprocess.run([PY, "-m", "evstream", "compare", tmp_path / "a", tmp_path / "b"],
+                       env=env(), stdout=subprocess.PIPE, stderr=slave, text=True, timeout=300)
+    os.close(slave)
+    tty = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:                     # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        tty += chunk
+    os.close(master)
+    assert r.returncode == 0 and "all 4 tensors match" in r.stdout
+    assert b"\rcompare: 0 of 4 pairs (0%)" in tty and tty.endswith(b"\r\x1b[K"), tty
+
+
 def test_bad_input_is_named_exit_2(tmp_path):
     write_dump(tmp_path / "a", model())
     rc, _, err = compare(tmp_path / "a", tmp_path / "nope")
