@@ -30,20 +30,33 @@ _want = _os.environ.get(IMPL_ENV, "")
 #: why the native extension could not be imported (None when it was, or not tried)
 native_error = None
 
+
+
+def _why_not_native(e):
+    # an extension that is not there makes Python speak of a circular
+    # import ("partially initialized module"): say what is wrong instead
+    import importlib.machinery
+    here = _os.path.dirname(__file__)
+    if not any(_os.path.exists(_os.path.join(here, "_native" + suffix))
+               for suffix in importlib.machinery.EXTENSION_SUFFIXES):
+        return "the extension is not built: no _native*.so in %s" % here
+    return str(e)
+
+
 if _want == "native":
     try:
         from . import _native as _impl
     except ImportError as e:
         raise ImportError("%s=native, but the extension evstream._native cannot be imported (%s); "
                           "build it with `make python` (needs python3-dev) or unset %s"
-                          % (IMPL_ENV, e, IMPL_ENV)) from e
+                          % (IMPL_ENV, _why_not_native(e), IMPL_ENV)) from e
 elif _want == "fallback":
     from . import _fallback as _impl
 elif _want in ("", "auto"):
     try:
         from . import _native as _impl
     except ImportError as e:
-        native_error = str(e)
+        native_error = _why_not_native(e)
         from . import _fallback as _impl
 else:
     raise ImportError("%s=%r: allowed is 'native', 'fallback', or unset (or 'auto') to use the "
@@ -92,3 +105,12 @@ def aconnect(producer=None, core=0, timeout=None, runtime_dir=None):
     """``async for ev in evstream.aconnect(...)``: a stream for asyncio."""
     from ._aio import AsyncStream
     return AsyncStream(producer, core, timeout, runtime_dir)
+
+
+def __getattr__(name):
+    # evstream.nrt and evstream.torch work after a bare `import evstream`;
+    # imported on first use, so that torch is loaded only by who wants it
+    if name in ("nrt", "torch"):
+        import importlib
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module 'evstream' has no attribute %r" % name)

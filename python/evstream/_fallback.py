@@ -751,7 +751,11 @@ class Producer:
 
     def wait_connected(self, cores=None, timeout=10.0):
         self._check()
-        cores = list(range(self._ncores)) if cores is None else [self._core(c) for c in cores]
+        if cores is None:
+            cores = range(self._ncores)
+        elif isinstance(cores, int):
+            cores = [cores]
+        cores = [self._core(c) for c in cores]
         deadline = time.monotonic() + timeout
         st = _lib.StreamStats(sz=ctypes.sizeof(_lib.StreamStats))
         while True:

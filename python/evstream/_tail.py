@@ -53,6 +53,17 @@ def preview(ev, width):
     return text if len(text) <= width else text[:width - 4] + " ...]"
 
 
+# what the producer wrote is shown, not obeyed: control characters
+# (escape sequences, carriage returns) are written out as escapes
+_SHOWN = {c: "\\x%02x" % c for c in list(range(0x20)) + list(range(0x7f, 0xa0))}
+_SHOWN[ord("\n")] = "\\n"
+_SHOWN[ord("\t")] = "\\t"
+
+
+def shown(text):
+    return text.translate(_SHOWN)
+
+
 class View:
     def __init__(self, out, width, show_preview):
         self.out = out
@@ -73,7 +84,8 @@ class View:
             what, tail = "%-8s %-8s %-14s" % ("print", "", ""), ""
         else:
             what, tail = "%-8s type %-3d %-14s" % (ev.kind, ev.type, "%d bytes" % ev.nbytes), ""
-        prefix = ev.prefix if ev.prefix is not None else ""
+        # a print's text ends its own line: not one more
+        prefix = shown(ev.prefix.rstrip("\n")) if ev.prefix is not None else ""
         self.line("c%-3d seq %-8d %s %s%s" % (core, ev.seq, what, prefix, tail))
 
     def stats(self, core, st):
@@ -186,13 +198,14 @@ def main(argv=None):
         signal.signal(signal.SIGINT, old)
     secs = time.monotonic() - t0
     print("tail: %d events in %.1f s" % (seen, secs), file=sys.stderr)
-    print("  core   events     lost  ring_full  too_big  no_consumer  producer", file=sys.stderr)
+    print("  core   events     lost  ring_full  too_big  no_consumer  no_memory  producer",
+          file=sys.stderr)
     for s in streams:
         st = s.stats
         d = st.dropped_events
-        print("  %4d %8d %8d %10d %8d %12d  %s" % (
+        print("  %4d %8d %8d %10d %8d %12d %10d  %s" % (
             s.core, view.events.get(s.core, 0), s.lost, d["ring_full"], d["too_big"],
-            d["no_consumer"], ended.get(s.core, "running")), file=sys.stderr)
+            d["no_consumer"], d["no_memory"], ended.get(s.core, "running")), file=sys.stderr)
         s.close()
     out.flush()
     return 0

@@ -375,7 +375,7 @@ static PyObject *producer_stats(PyObject *o, PyObject *args, PyObject *kw)
 }
 
 /* wait_connected(cores=None, timeout=10.0): True once every core named
- * (all by default) has a consumer, False at the timeout. */
+ * (a core, or a list; all by default) has a consumer, False at the timeout. */
 static PyObject *producer_wait_connected(PyObject *o, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "cores", "timeout", NULL };
@@ -399,6 +399,12 @@ static PyObject *producer_wait_connected(PyObject *o, PyObject *args, PyObject *
 				break;
 			}
 			Py_DECREF(v);
+		}
+	} else if (PyLong_Check(cores)) {
+		list = PyList_New(1);  /* one core */
+		if (list) {
+			Py_INCREF(cores);
+			PyList_SetItem(list, 0, cores);
 		}
 	} else {
 		list = PySequence_List(cores);

@@ -30,13 +30,25 @@ def test_the_fallback_is_chosen_when_the_extension_is_missing(tmp_path):
     pkg = tmp_path / "evstream"
     shutil.copytree(BUILD / "python" / "evstream", pkg,
                     ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    code = "import evstream; print(evstream.implementation, evstream.native_error is not None)"
+    code = "import evstream; print(evstream.implementation); print(evstream.native_error)"
     r = run_python(code, PYTHONPATH=tmp_path, EVSTREAM_PY_IMPL="")
-    assert r.stdout.split() == ["fallback", "True"], r.stderr
+    impl, why = r.stdout.splitlines()
+    assert impl == "fallback", r.stderr
+    assert why == "the extension is not built: no _native*.so in %s" % pkg
     r = run_python("import evstream", PYTHONPATH=tmp_path, EVSTREAM_PY_IMPL="native")
     assert r.returncode != 0
-    assert "EVSTREAM_PY_IMPL=native, but the extension evstream._native cannot be imported" \
-        in r.stderr and "make python" in r.stderr
+    assert "EVSTREAM_PY_IMPL=native, but the extension evstream._native cannot be imported " \
+        "(the extension is not built: no _native*.so in %s)" % pkg in r.stderr
+    assert "make python" in r.stderr
+
+
+def test_the_submodules_are_there_after_a_bare_import():
+    # the reference API and the torch hooks, as the docs write them
+    r = run_python("import sys, evstream; print(evstream.nrt.connect.__module__); "
+                   "print('torch' in sys.modules)")
+    assert r.stdout.split() == ["evstream.nrt", "False"], r.stderr
+    r = run_python("import evstream; evstream.nothing")
+    assert "module 'evstream' has no attribute 'nothing'" in r.stderr
 
 
 def test_the_library_not_found_names_where_it_was_looked_for(tmp_path):

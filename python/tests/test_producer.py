@@ -188,5 +188,11 @@ def test_wait_connected(name):
         assert p.wait_connected(timeout=30) is True
         t.join()
         assert p.wait_connected([1], timeout=0) is True
+        assert p.wait_connected(1, timeout=0) is True      # one core, not a list
+        streams.pop().close()
+        assert p.wait_connected(1, timeout=0) is False
+        assert p.wait_connected(0, timeout=0) is True
+        with pytest.raises(ValueError, match="core 2"):
+            p.wait_connected(2, timeout=0)
         for st in streams:
             st.close()
