@@ -49,9 +49,11 @@ else
 	echo "demo: $BUILD/evs-drops is not built: no eBPF drop table (the shared drop counters are below)" >&2
 fi
 
-echo "demo: evs-demo emits for ${SECS}s on 2 cores at $RATE events/s each (a print storm on core 1"
-echo "demo: and one tensor larger than the ring on core 0 included); evs-dump writes them to $DIR/"
-"$BUILD/evs-demo" --name "$NAME" --cores 2 --rate "$RATE" --seconds "$SECS" \
+# 8 MiB rings, not the default 68 MiB (65536 events): small enough that
+# core 1's storm of 20000 events overruns its ring in the demo's seconds.
+echo "demo: evs-demo emits for ${SECS}s on 2 cores at $RATE events/s each into 8 MiB rings (a print"
+echo "demo: storm on core 1 and one tensor larger than the ring on core 0 included); evs-dump writes them to $DIR/"
+"$BUILD/evs-demo" --name "$NAME" --cores 2 --rate "$RATE" --seconds "$SECS" --ring 8M \
 	--huge-at 100 --burst-at 3000 --burst 20000 --wait-consumers 10 2>"$EVSTREAM_RUNTIME_DIR/demo.err" &
 pids+=($!)
 # Device prints of pipe 1 go to a file (one per event); the status line, the
