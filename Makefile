@@ -53,10 +53,17 @@ TOOLS_LIB      := $(BUILD)/libevstools.a
 TOOLS_LIB_SRCS := $(wildcard tools/common/*.c)
 TOOLS_LIB_OBJS := $(TOOLS_LIB_SRCS:%.c=$(BUILD)/%.o)
 
-# Programs link against the shared library in $(BUILD) (found via rpath), so
-# that probes and tools see the same libevstream.so a user would install.
+# Programs link against the shared library in $(BUILD), so that probes and
+# tools see the same libevstream.so a user would install. They find it
+# through a RUNPATH of two entries: first LIBDIR as seen from BINDIR
+# ($ORIGIN/../lib), so that an installed program uses the installed library
+# (with or without DESTDIR, and after the build tree is gone); then $(BUILD),
+# for the programs run from the tree. A change of that relative path (make
+# install LIBDIR=...) links the installed programs again ($(BUILD)/bin-to-lib).
+BIN_TO_LIB   := $(shell realpath -m --relative-to=$(BINDIR) $(LIBDIR))
 PROG_CFLAGS  := $(ALL_CFLAGS) -Itools/common
-PROG_LDFLAGS := $(LDFLAGS) -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD))
+PROG_LDFLAGS := $(LDFLAGS) -L$(BUILD) -Wl,-rpath,'$$ORIGIN/$(BIN_TO_LIB)' \
+		-Wl,-rpath,$(abspath $(BUILD))
 PROG_LDLIBS  := -levstream -lpthread
 
 # Filled in by fragments.
@@ -135,6 +142,15 @@ install: lib $$(INSTALL_BINS)
 uninstall:
 	rm -rf $(DESTDIR)$(INCDIR)/evstream $(DESTDIR)$(INCDIR)/nrt/ndebug_stream.h $(DESTDIR)$(INCDIR)/nrt/nrt_status.h
 	rm -f $(DESTDIR)$(LIBDIR)/libevstream.* $(DESTDIR)$(LIBDIR)/pkgconfig/evstream.pc
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_BINS)))
+
+# Rewritten only when the path changes, so that only then the installed
+# programs are linked again (see PROG_LDFLAGS).
+$(BUILD)/bin-to-lib: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(BIN_TO_LIB)' | cmp -s - $@ || echo '$(BIN_TO_LIB)' > $@
+.PHONY: FORCE
+FORCE:
 
 # One idempotent step that installs missing Debian packages.
 deps:
@@ -151,5 +167,7 @@ clean:
 include tests/tests.mk
 -include $(sort $(wildcard tools/*.mk demo/*.mk examples/*.mk bench/*.mk ebpf/*.mk fuzz/*.mk \
 	tests/*/*.mk python/*.mk))
+
+$(INSTALL_BINS): $(BUILD)/bin-to-lib
 
 -include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)

@@ -52,6 +52,20 @@ for f in include/evstream/evstream.h include/nrt/ndebug_stream.h include/nrt/nrt
 done
 echo "ok: make install PREFIX=/opt/evstream DESTDIR=... installs headers, libraries, evstream.pc"
 
+# the installed tools use the installed library, also once the build is gone
+inst="$tmp/root/opt/evstream"
+[ -x "$inst/bin/evs-dump" ] || fail "make install did not install bin/evs-dump"
+lib=$(ldd "$inst/bin/evs-dump" | awk '/libevstream/ {print $3}')
+[ "$lib" = "$inst/bin/../lib/libevstream.so.1" ] || fail "installed evs-dump loads '$lib'"
+mv "$tmp/gcc" "$tmp/gcc.away"
+"$inst/bin/evs-dump" --help >/dev/null || fail "installed evs-dump does not run without the build tree"
+mv "$tmp/gcc.away" "$tmp/gcc"
+make -s BUILD="$tmp/gcc" uninstall PREFIX=/opt/evstream DESTDIR="$tmp/root" >/dev/null
+left=$(find "$tmp/root" -type f)
+[ -z "$left" ] || fail "make uninstall left: $left"
+make -s BUILD="$tmp/gcc" install PREFIX=/opt/evstream DESTDIR="$tmp/root" >/dev/null
+echo "ok: installed tools load the installed library, and run without the build tree; uninstall removes all"
+
 cat >"$tmp/app.c" <<'C'
 #include <evstream/evstream.h>
 #include <nrt/ndebug_stream.h>
