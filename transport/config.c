@@ -74,21 +74,27 @@ static int clock_mode_from_env(enum evs_clock_mode *mode)
 
 /* A ring the user sized by bytes that holds fewer of the runtime's events
  * than its event limit: the bytes run out first. Said once per process,
- * naming both variables, since that is what the user may not expect. */
-static void note_ring_smaller(const char *ring_env, const struct evs_config *cfg, bool events_set)
+ * naming both variables, since that is what the user may not expect; with
+ * the ring's size as made (rounded up to the page size, 2 MiB with huge
+ * pages), which is what holds the events. */
+void evs_config_note_ring(const struct evs_config *cfg, uint64_t ring_bytes)
 {
 	static atomic_flag said = ATOMIC_FLAG_INIT;
+	const char *ring_env = getenv("EVSTREAM_RING_BYTES");
 
+	if (!cfg->note_ring || !ring_env || ring_bytes / EVS_RUNTIME_EVENT_BYTES >= cfg->max_events)
+		return;
 	if (atomic_flag_test_and_set(&said))
 		return;
-	fprintf(stderr, "evstream: EVSTREAM_RING_BYTES=%s holds %llu tensor-read events of %llu "
-		"bytes, fewer than %s%llu events%s: the bytes run out first (events beyond them "
-		"drop as ring_full)\n", ring_env,
-		(unsigned long long)(cfg->ring_bytes / EVS_RUNTIME_EVENT_BYTES),
+	fprintf(stderr, "evstream: EVSTREAM_RING_BYTES=%s (a ring of %llu bytes, rounded up to the "
+		"page size) holds %llu tensor-read events of %llu bytes, fewer than %s%llu events%s: "
+		"the bytes run out first (events beyond them drop as ring_full)\n", ring_env,
+		(unsigned long long)ring_bytes,
+		(unsigned long long)(ring_bytes / EVS_RUNTIME_EVENT_BYTES),
 		(unsigned long long)EVS_RUNTIME_EVENT_BYTES,
-		events_set ? EVS_RUNTIME_BUFFER_SIZE_VAR "=" : "the ",
+		cfg->events_named ? EVS_RUNTIME_BUFFER_SIZE_VAR "=" : "the ",
 		(unsigned long long)cfg->max_events,
-		events_set ? "" : " of " EVS_RUNTIME_BUFFER_SIZE_VAR "'s default");
+		cfg->events_named ? "" : " of " EVS_RUNTIME_BUFFER_SIZE_VAR "'s default");
 }
 
 static int hugepages_from_env(int *mode)
@@ -121,7 +127,6 @@ int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *
 	uint64_t max_ring = mem / 2;
 	/* every unconsumed event needs at least a 64-byte record header */
 	uint64_t max_events = mem / 2 / EVS_RECORD_HDR;
-	const char *ring_env = getenv("EVSTREAM_RING_BYTES");
 	bool ring_set = false, events_set;
 	int err;
 
@@ -129,6 +134,7 @@ int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *
 		max_events = MAX_EVENTS_CAP;
 	cfg->max_events = EVS_RUNTIME_BUFFER_EVENTS;
 	cfg->hugepages = EVS_HUGEPAGES_AUTO;
+	cfg->note_ring = cfg->events_named = false;
 
 	err = evs_env_u64("EVSTREAM_RING_BYTES", MIN_RING_BYTES, max_ring, "a byte count",
 			  &cfg->ring_bytes);
@@ -170,8 +176,10 @@ int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *
 		cfg->ring_bytes = cfg->max_events * EVS_RUNTIME_EVENT_BYTES;
 		if (cfg->ring_bytes < MIN_RING_BYTES)
 			cfg->ring_bytes = MIN_RING_BYTES;
-	} else if (cfg->ring_bytes / EVS_RUNTIME_EVENT_BYTES < cfg->max_events) {
-		note_ring_smaller(ring_env, cfg, events_set || OPTS_GET(opts, max_events, 0));
+	} else {
+		/* said once the ring is made: evs_config_note_ring() */
+		cfg->note_ring = true;
+		cfg->events_named = events_set || OPTS_GET(opts, max_events, 0);
 	}
 	if (OPTS_GET(opts, hugepages, 0)) {
 		int h = opts->hugepages;

@@ -25,9 +25,14 @@ struct evs_config {
 	uint64_t max_events;
 	int hugepages;         /* EVS_HUGEPAGES_AUTO / ON / OFF */
 	enum evs_clock_mode clock; /* EVSTREAM_TSC */
+	bool note_ring;        /* sized by EVSTREAM_RING_BYTES: say if it holds fewer events */
+	bool events_named;     /* ... than the event limit the user named */
 };
 
 int evs_config_resolve(const struct evs_producer_opts *opts, struct evs_config *cfg);
+/* Once the streams are made: a stderr line when the ring as made (ring_bytes,
+ * rounded to the page size) holds fewer tensor-read events than the limit. */
+void evs_config_note_ring(const struct evs_config *cfg, uint64_t ring_bytes);
 int evs_runtime_dir(const char *opt_dir, char *buf, size_t len);
 int evs_check_name(const char *name);
 /* EVSTREAM_MEMBARRIER: *use false for off; -EINVAL naming a bad value. */

@@ -195,6 +195,7 @@ EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int nc
 	}
 	if (err)
 		goto err_free;
+	evs_config_note_ring(&p->cfg, p->streams[0].backing.ring_bytes);
 
 	evs_registry_lock();
 	if (name && evs_registry_find(name)) {

@@ -196,3 +196,21 @@ def test_wait_connected(name):
             p.wait_connected(2, timeout=0)
         for st in streams:
             st.close()
+
+
+def test_a_ring_sized_in_bytes_says_how_many_events_the_ring_as_made_holds():
+    from conftest import run_python
+    code = "import evstream; print(evstream.Producer(None, 1).stats(0).ring_bytes)"
+    # 1000000 bytes on 4 KiB pages: 1003520, 922 events of 1088 bytes
+    r = run_python(code, EVSTREAM_RING_BYTES="1000000", EVSTREAM_HUGEPAGES="off")
+    assert r.returncode == 0 and r.stdout.split() == ["1003520"], r.stderr
+    assert "EVSTREAM_RING_BYTES=1000000 (a ring of 1003520 bytes, rounded up to the page size) " \
+        "holds 922 tensor-read events of 1088 bytes, fewer than the 65536 events" in r.stderr
+    r = run_python(code, EVSTREAM_RING_BYTES="1000000", EVSTREAM_HUGEPAGES="off",
+                   NEURON_RT_DEBUG_STREAM_BUFFER_SIZE="900")
+    assert r.returncode == 0 and r.stderr == ""       # 922 >= 900: nothing to say
+    r = run_python(code, EVSTREAM_RING_BYTES="1000000", EVSTREAM_HUGEPAGES="on")
+    if r.returncode != 0:
+        pytest.skip("SKIP huge-page case: no free 2 MiB huge page (%s)" % r.stderr.strip()[-200:])
+    assert r.stdout.split() == ["2097152"]
+    assert "(a ring of 2097152 bytes, rounded up to the page size) holds 1927 " in r.stderr
