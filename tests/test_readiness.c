@@ -19,6 +19,7 @@
 
 #include "helpers.h"
 #include "nrt/ndebug_stream.h"
+#include "producer.h"
 
 static bool readable(int fd, int timeout_ms)
 {
@@ -417,6 +418,58 @@ START_TEST(test_readiness_exact_after_the_last_read)
 }
 END_TEST
 
+struct late_kick {
+	int efd;
+	useconds_t after_us;
+};
+
+static void *kick_late(void *arg)
+{
+	struct late_kick *k = arg;
+
+	usleep(k->after_us);
+	eventfd_write(k->efd, 1);
+	return NULL;
+}
+
+/* The producer took the consumer's wait word at a commit, and the consumer
+ * read that record and emptied the ring before the producer's eventfd
+ * write landed: the fd must not be left readable for nothing. The
+ * producer's commit is split by hand: the word taken, the record
+ * committed (no kick: the word is not ARMED), the write 300 us later. */
+START_TEST(test_readiness_exact_when_the_kick_lands_after_the_read)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 1 << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_producer *p = evs_producer__new(NULL, 1, &o);
+	struct late_kick k = { .after_us = 300 };
+	struct evs_consumer *c;
+	struct evs_record rec;
+	pthread_t t;
+
+	ck_assert_msg(p, "%s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_ptr_nonnull(c);
+	/* in process, the stream fd is the eventfd itself */
+	k.efd = evs_consumer__fd(c);
+	for (int round = 0; round < 3; round++) {
+		ck_assert_int_eq(evs_consumer__prepare_wait(c), 0);
+		ck_assert_uint_eq(xchg(&p->streams[0].cons->wait, EVS_WAIT_AWAKE), EVS_WAIT_ARMED);
+		emit_n(p, 0, 1);
+		ck_assert_int_eq(pthread_create(&t, NULL, kick_late, &k), 0);
+		ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
+		ck_assert_int_eq(evs_consumer__release(c), 0);
+		ck_assert_int_eq(evs_consumer__prepare_wait(c), 0);
+		pthread_join(t, NULL);
+		ck_assert_msg(!readable(k.efd, 50), "round %d: readable with nothing to read", round);
+	}
+	/* and the next commit still wakes it */
+	emit_n(p, 0, 1);
+	ck_assert(readable(k.efd, 2000));
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
 /* ------------------------------------------------ stale wakeups */
 
 static double thread_cpu_ms(void)
@@ -726,6 +779,7 @@ static Suite *readiness_suite(void)
 			    BY_SELECT + 1);
 	tcase_add_test(tc, test_readiness_client_death_frees_the_stream);
 	tcase_add_test(tc, test_readiness_exact_after_the_last_read);
+	tcase_add_test(tc, test_readiness_exact_when_the_kick_lands_after_the_read);
 	tcase_add_test(tc, test_wakeup_stale_count_does_not_make_wait_spin);
 	tcase_add_test(tc, test_wakeup_stale_count_is_one_wake_at_most);
 	tcase_add_test(tc, test_wakeup_reconnect_cycles_leave_no_stale_readiness);

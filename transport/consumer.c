@@ -392,6 +392,26 @@ static int consumer_drop_stale_kick(struct evs_consumer *c)
 	return -EAGAIN;
 }
 
+/* How long prepare_wait waits for a kick the producer has taken the word
+ * for but not yet written: its eventfd write, normally microseconds. */
+#define EVS_KICK_LANDING_MS 1
+
+/* The producer took our word (its kick is on the way) and we have read
+ * what it committed: had we slept now, its kick would land on an empty
+ * ring and make the fd readable for nothing. Wait for it, once per kick
+ * and briefly (a producer preempted between its xchg and its write still
+ * makes that one wake for nothing); true when it landed and was read. */
+static bool consumer_await_kick(struct evs_consumer *c)
+{
+	struct pollfd pfd = { .fd = c->efd, .events = POLLIN };
+	uint64_t v;
+
+	if (c->kick_awaited)
+		return false;
+	c->kick_awaited = true;
+	return poll(&pfd, 1, EVS_KICK_LANDING_MS) == 1 && eventfd_read(c->efd, &v) == 0;
+}
+
 /*
  * The wakeup protocol, consumer half (see docs/architecture.md):
  *  - armed: our wait word is ARMED; the producer's next commit takes it
@@ -438,9 +458,9 @@ static int consumer_prepare_wait(struct evs_consumer *c)
 			continue;
 		}
 		if (c->kick_pending) {
-			if (eventfd_read(c->efd, &v) < 0)
+			if (eventfd_read(c->efd, &v) < 0 && !consumer_await_kick(c))
 				return 0; /* not landed yet: poll will see it */
-			c->kick_pending = false;
+			c->kick_pending = c->kick_awaited = false;
 			continue;
 		}
 		WRITE_ONCE(&c->cons->wait, EVS_WAIT_ARMED);

@@ -54,6 +54,7 @@ struct evs_consumer {
 	/* Wakeup protocol state; see evs_consumer__prepare_wait(). */
 	bool armed;
 	bool kick_pending;
+	bool kick_awaited;         /* waited once for that kick to land */
 	bool gone;                /* the producer socket hung up */
 	bool membarrier;          /* arm with membarrier() instead of a fence */
 	uint64_t arms;
