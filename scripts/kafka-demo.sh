@@ -52,7 +52,7 @@ echo "kafka-demo: evs-demo emits $EVENTS events on each of 2 cores; evs-forward 
 	2>"$EVSTREAM_RUNTIME_DIR/demo.err" &
 demo=$!
 pids+=("$demo")
-"$BUILD/evs-forward" --brokers "$BROKERS" --topic "$TOPIC" --summary "$NAME" || exit 1
+"$BUILD/evs-forward" --brokers "$BROKERS" --topic "$TOPIC" --wait 30 --summary "$NAME" || exit 1
 wait "$demo" || { cat "$EVSTREAM_RUNTIME_DIR/demo.err"; exit 1; }
 echo "kafka-demo: evs-dump --kafka reads the topic back into $DIR/ (a new group: from its start)"
 "$BUILD/evs-dump" --kafka "$BROKERS" --topic "$TOPIC" --group "kafka-demo-$$" --until-idle 2 \

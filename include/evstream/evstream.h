@@ -98,8 +98,9 @@ struct evs_consumer;
  * Create a producer with ncores streams. With a name, consumers in other
  * processes of the same uid can connect through a Unix socket in the runtime
  * directory, served by one background thread; with name NULL the producer is
- * reachable only from this process. All ring memory is allocated and
- * pre-faulted here. NULL + errno on failure (evs_errmsg() says why).
+ * reachable only from this process. The rings are mapped here; their pages
+ * are committed as each ring first fills. NULL + errno on failure
+ * (evs_errmsg() says why).
  */
 EVS_API struct evs_producer *evs_producer__new(const char *name, unsigned int ncores,
 					       const struct evs_producer_opts *opts);

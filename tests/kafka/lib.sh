@@ -75,7 +75,8 @@ for c in j["cores"]:
     assert c["taken"] == c["acked"] + c["lost"] + c["in_flight"], c
     assert c["in_flight"] == 0, c
     assert c["committed"] == c["released_before"] + c["taken"] + c["left"], c
-    assert c["produced"] == c["committed"] + c["ring_full"] + c["too_big"] + c["no_consumer"], c
+    assert c["produced"] == c["committed"] + c["ring_full"] + c["too_big"] + c["no_consumer"] \
+        + c["no_memory"], c
 PYEOF
 }
 
