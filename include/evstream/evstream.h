@@ -224,7 +224,10 @@ EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void
  * ring is empty and the producer will write the eventfd at its next commit;
  * -EAGAIN when records are pending (do not sleep); -EPIPE producer gone.
  * Right after reading a busy producer's records it may first spin for the
- * catch-up pause (EVSTREAM_CATCHUP_NS, 2 us), as peek does.
+ * catch-up pause (EVSTREAM_CATCHUP_NS, 2 us), as peek does; when the
+ * producer's wakeup for a record already read is still on its way, it waits
+ * for it (up to 1 ms, in poll()) so that the fd is not left readable for
+ * nothing.
  */
 EVS_API int evs_consumer__prepare_wait(struct evs_consumer *c);
 

@@ -31,7 +31,6 @@ _want = _os.environ.get(IMPL_ENV, "")
 native_error = None
 
 
-
 def _why_not_native(e):
     # an extension that is not there makes Python speak of a circular
     # import ("partially initialized module"): say what is wrong instead

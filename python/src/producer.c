@@ -401,11 +401,7 @@ static PyObject *producer_wait_connected(PyObject *o, PyObject *args, PyObject *
 			Py_DECREF(v);
 		}
 	} else if (PyLong_Check(cores)) {
-		list = PyList_New(1);  /* one core */
-		if (list) {
-			Py_INCREF(cores);
-			PyList_SetItem(list, 0, cores);
-		}
+		list = Py_BuildValue("[O]", cores);  /* one core */
 	} else {
 		list = PySequence_List(cores);
 	}

@@ -84,3 +84,13 @@ def test_the_extension_is_abi3_and_uses_only_the_public_api():
                 assert "private" not in line, (c, line)
     assert "Py_LIMITED_API=0x030B0000" in (pathlib.Path(__file__).resolve().parents[1]
                                           / "python.mk").read_text()
+
+
+def test_the_guides_first_example_runs_as_written():
+    # docs/python.md's opening example, taken from the page itself, so that
+    # the text a newcomer copies first keeps working
+    guide = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text()
+    code = guide.split("```python\n", 1)[1].split("```", 1)[0]
+    r = run_python(code, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "tensor", "layer3.out", "float32", "(4,", "3)", "0"], r.stdout
