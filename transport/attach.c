@@ -254,6 +254,7 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 		goto err_out;
 	}
 	c->efd = c->sock = c->wait_fd = -1;
+	c->kick_landing_ms = EVS_KICK_LANDING_MS;
 	err = evs_env_membarrier(&use_membarrier);
 	if (err)
 		goto err_free;

@@ -392,10 +392,6 @@ static int consumer_drop_stale_kick(struct evs_consumer *c)
 	return -EAGAIN;
 }
 
-/* How long prepare_wait waits for a kick the producer has taken the word
- * for but not yet written: its eventfd write, normally microseconds. */
-#define EVS_KICK_LANDING_MS 1
-
 /* The producer took our word (its kick is on the way) and we have read
  * what it committed: had we slept now, its kick would land on an empty
  * ring and make the fd readable for nothing. Wait for it, once per kick
@@ -409,7 +405,7 @@ static bool consumer_await_kick(struct evs_consumer *c)
 	if (c->kick_awaited)
 		return false;
 	c->kick_awaited = true;
-	return poll(&pfd, 1, EVS_KICK_LANDING_MS) == 1 && eventfd_read(c->efd, &v) == 0;
+	return poll(&pfd, 1, c->kick_landing_ms) == 1 && eventfd_read(c->efd, &v) == 0;
 }
 
 /*

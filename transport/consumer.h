@@ -23,6 +23,10 @@ struct evs_stream;
  * is not that busy (at 1 M/s, a 2 us pause finds two records): no more
  * pauses until records come faster than the consumer looks again. */
 #define EVS_CATCHUP_MIN_BYTES 2048
+/* How long prepare_wait waits for a kick the producer has taken the word
+ * for but not yet written (consumer_await_kick()): its eventfd write,
+ * normally microseconds; longer only when the producer is preempted. */
+#define EVS_KICK_LANDING_MS 1
 
 struct evs_consumer {
 	/* Hot. */
@@ -55,6 +59,7 @@ struct evs_consumer {
 	bool armed;
 	bool kick_pending;
 	bool kick_awaited;         /* waited once for that kick to land */
+	int kick_landing_ms;       /* how long, at most (EVS_KICK_LANDING_MS) */
 	bool gone;                /* the producer socket hung up */
 	bool membarrier;          /* arm with membarrier() instead of a fence */
 	uint64_t arms;
