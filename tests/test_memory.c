@@ -4,7 +4,8 @@
  * tensor-read events is real, a ring sized smaller in bytes says so once,
  * memory is taken as the ring first fills, the whole producer is checked
  * against what the process may use before anything is taken, a ring
- * whose memory cannot be had drops and counts, and huge pages the kernel
+ * whose memory cannot be had drops and counts (trying again only now and
+ * then, not once per event), and huge pages the kernel
  * refuses after all give way to normal pages.
  */
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <linux/seccomp.h>
 
 #include "helpers.h"
+#include "shm.h"
 
 /* The runtime's smallest tensor-read record: header and fixed payload. */
 #define TENSOR_RECORD (64u + EVS_TENSOR_FIXED_BYTES)
@@ -571,6 +573,79 @@ START_TEST(test_memory_commit_failure_drops_and_counts)
 }
 END_TEST
 
+/* The library's fallocate(), interposed: counted, and failed with ENOMEM
+ * while fallocate_fails is set (the kernel's own call otherwise). */
+static _Atomic unsigned long fallocate_calls;
+static _Atomic int fallocate_fails;
+
+int fallocate(int fd, int mode, off_t offset, off_t len)
+{
+	atomic_fetch_add(&fallocate_calls, 1);
+	if (atomic_load(&fallocate_fails)) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return (int)syscall(SYS_fallocate, fd, mode, offset, len);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* While memory cannot be committed, the producer tries again once per
+ * EVS_COMMIT_RETRY_NS, not on every event it drops (each try is a system
+ * call, and under memory pressure the kernel's reclaim); once memory is
+ * there again, the first event after that time has it. */
+START_TEST(test_memory_commit_failure_is_not_retried_per_event)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 16 << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	static char buf[4000];
+	const unsigned long drops = 100000;
+	unsigned long calls, allowed;
+	uint64_t t0, ok = 0, elapsed;
+	int err = 0;
+
+	clear_env();
+	p = evs_producer__new(NULL, 1, &o);
+	ck_assert_msg(p, "%s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_ptr_nonnull(c);
+	atomic_store(&fallocate_fails, 1);
+	while ((err = evs_producer__emit(p, 0, 1, buf, sizeof(buf))) == 0)
+		ok++;
+	ck_assert_int_eq(err, -ENOMEM);
+	/* the first chunk was committed when the producer was made */
+	ck_assert_uint_eq(ok, (2u << 20) / 4064);
+	t0 = now_ns();
+	atomic_store(&fallocate_calls, 0);
+	for (unsigned long i = 0; i < drops; i++)
+		ck_assert_int_eq(evs_producer__emit(p, 0, 1, buf, sizeof(buf)), -ENOMEM);
+	elapsed = now_ns() - t0;
+	calls = atomic_load(&fallocate_calls);
+	/* one try per period begun, and the one at its end */
+	allowed = (unsigned long)(elapsed / EVS_COMMIT_RETRY_NS) + 2;
+	ck_assert_msg(calls <= allowed, "%lu fallocate() calls for %lu drops in %.1f ms (at most %lu)",
+		      calls, drops, elapsed / 1e6, allowed);
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_NO_MEMORY], drops + 1);
+
+	/* memory is back: after the period, the ring grows again */
+	atomic_store(&fallocate_fails, 0);
+	usleep((useconds_t)(EVS_COMMIT_RETRY_NS / 1000 + 1000));
+	ck_assert_int_eq(evs_producer__emit(p, 0, 1, buf, sizeof(buf)), 0);
+	ck_assert_uint_ge(atomic_load(&fallocate_calls), calls + 1);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
 	Suite *s = suite_create("memory");
@@ -584,6 +659,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, test_memory_rlimit_as_is_checked_as_a_whole);
 	tcase_add_test(tc, test_memory_cgroup_limit_is_checked_as_a_whole);
 	tcase_add_test(tc, test_memory_commit_failure_drops_and_counts);
+	tcase_add_test(tc, test_memory_commit_failure_is_not_retried_per_event);
 	tcase_add_test(tc, test_memory_hugepages_refused_fall_back_to_normal_pages);
 	suite_add_tcase(s, tc);
 	return s;

@@ -66,8 +66,9 @@ static __always_inline bool stream_has_room(const struct evs_stream *s, uint64_t
 
 /*
  * No room by the cached bounds: look at the consumer again and, while the
- * ring is first filled, commit its memory up to past the record. -1 when
- * there is room now, else the drop cause.
+ * ring is first filled, commit its memory up to past the record (after a
+ * failed commit, only once EVS_COMMIT_RETRY_NS have passed). -1 when there
+ * is room now, else the drop cause.
  */
 static __attribute__((noinline)) int stream_make_room(struct evs_stream *s, uint64_t len)
 {
@@ -83,8 +84,13 @@ static __attribute__((noinline)) int stream_make_room(struct evs_stream *s, uint
 	to = (s->prod_pos + len + 2 * EVS_COMMIT_CHUNK - 1) / EVS_COMMIT_CHUNK * EVS_COMMIT_CHUNK;
 	if (to > s->cap)
 		to = s->cap;
-	if (evs_backing_commit(&s->backing, s->data, s->commit_end, to))
+	if (s->commit_retry_ns && evs_monotonic_ns() < s->commit_retry_ns)
 		return EVS_DROP_NO_MEMORY;
+	if (evs_backing_commit(&s->backing, s->data, s->commit_end, to)) {
+		s->commit_retry_ns = evs_monotonic_ns() + EVS_COMMIT_RETRY_NS;
+		return EVS_DROP_NO_MEMORY;
+	}
+	s->commit_retry_ns = 0;
 	s->commit_end = to;
 	evs_stream_set_limits(s);
 	return -1;

@@ -50,6 +50,7 @@ struct evs_stream {
 	uint64_t unstamped;
 	struct evs_clock clock;   /* the timestamps' (clock.h) */
 	uint64_t commit_end;      /* ring bytes with memory committed, from 0 */
+	uint64_t commit_retry_ns; /* a failed commit: no new try before (monotonic), else 0 */
 	int efd;
 	/* 1: full fence after publishing; 0: the consumer uses membarrier().
 	 * Set by whoever attaches a consumer, before active. */

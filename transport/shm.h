@@ -41,6 +41,10 @@ void evs_backing_destroy(struct evs_backing *b);
 int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint64_t to);
 /* The producer commits the ring this much at a time as it first fills. */
 #define EVS_COMMIT_CHUNK (2ULL * 1024 * 1024)
+/* After a commit failed, the producer tries again no sooner than this: an
+ * fallocate() per dropped event (and the kernel's reclaim in it) would hold
+ * the runtime back for as long as memory is short. */
+#define EVS_COMMIT_RETRY_NS (10ULL * 1000 * 1000)
 /* Map a stream; writable = producer view (data read-write, page 0 read-write). */
 int evs_map_attach(struct evs_map *m, int ctl_fd, int data_fd, uint64_t ring_bytes,
 		   uint64_t page_size, bool writable);
