@@ -5,6 +5,7 @@
  * exact accounting.
  *
  *   evs-soak [--streams 8] [--seconds 60] [--seed S] [--ring BYTES (K, M, G)]
+ *            [--deny-commit]
  *
  * Processes: this supervisor (single-threaded) forks one producer process
  * (one emitting thread per stream) and one consumer process per stream.
@@ -33,13 +34,18 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "cli.h"
@@ -59,7 +65,7 @@ struct stream_board {
 	struct seqmap dropped;    /* written by the producer thread only */
 	struct seqmap delivered;  /* written by this stream's consumers */
 	/* producer thread */
-	_Atomic uint64_t calls, ok, ring_full, no_consumer;
+	_Atomic uint64_t calls, ok, dropped_by[EVS_DROP_CAUSE_COUNT];
 	/* consumers, across sessions */
 	_Atomic uint64_t verified, sessions, self_stalls;
 	/* supervisor */
@@ -81,6 +87,7 @@ static char name[64];
 static unsigned int nstreams = 8;
 static uint64_t ring_bytes = 1 << 20;
 static const uint64_t max_events = 1 << 20;
+static bool deny_commit;
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
@@ -117,26 +124,49 @@ struct emitter {
 	unsigned int core;
 };
 
+/* The drop causes a soak can meet: the ring full (consumers stopped or
+ * slow), nobody connected (between a kill and the restart), and the ring's
+ * memory not committed (the machine short of memory). Records always fit. */
+static const enum evs_drop_cause soak_causes[] = {
+	EVS_DROP_RING_FULL, EVS_DROP_NO_CONSUMER, EVS_DROP_NO_MEMORY,
+};
+#define NCAUSES (sizeof(soak_causes) / sizeof(soak_causes[0]))
+
+/* The cause of a failed emit, by what it returned; -1 for none of them. */
+static int cause_of(int err)
+{
+	switch (err) {
+	case -ENOBUFS: return EVS_DROP_RING_FULL;
+	case -ENOTCONN: return EVS_DROP_NO_CONSUMER;
+	case -ENOMEM: return EVS_DROP_NO_MEMORY;
+	default: return -1;
+	}
+}
+
 /* The shared counters agree with what emit returned; then the emit
  * results are published for the supervisor. */
 static void checkpoint(struct evs_producer *p, unsigned int core, struct stream_board *sb,
-		       uint64_t calls, uint64_t ok, uint64_t full, uint64_t nocons)
+		       uint64_t calls, uint64_t ok, const uint64_t *by_cause)
 {
 	struct evs_stream_stats st = { .sz = sizeof(st) };
+	uint64_t dropped = 0;
+	bool differ = false;
 
 	evs_producer__stats(p, core, &st);
-	if (st.produced != calls || st.committed != ok || st.dropped != full + nocons ||
-	    st.dropped_events[EVS_DROP_RING_FULL] != full ||
-	    st.dropped_events[EVS_DROP_NO_CONSUMER] != nocons)
+	for (int c = 0; c < EVS_DROP_CAUSE_COUNT; c++) {
+		dropped += by_cause[c];
+		differ |= st.dropped_events[c] != by_cause[c];
+	}
+	if (st.produced != calls || st.committed != ok || st.dropped != dropped || differ)
 		fail("core %u: shared counters produced %llu committed %llu dropped %llu, "
-		     "emit results %llu calls %llu ok %llu dropped", core,
+		     "emit results %llu calls %llu ok %llu dropped (or a cause differs)", core,
 		     (unsigned long long)st.produced, (unsigned long long)st.committed,
 		     (unsigned long long)st.dropped, (unsigned long long)calls,
-		     (unsigned long long)ok, (unsigned long long)(full + nocons));
+		     (unsigned long long)ok, (unsigned long long)dropped);
 	atomic_store(&sb->calls, calls);
 	atomic_store(&sb->ok, ok);
-	atomic_store(&sb->ring_full, full);
-	atomic_store(&sb->no_consumer, nocons);
+	for (int c = 0; c < EVS_DROP_CAUSE_COUNT; c++)
+		atomic_store(&sb->dropped_by[c], by_cause[c]);
 }
 
 static void *emit_main(void *arg)
@@ -144,7 +174,7 @@ static void *emit_main(void *arg)
 	struct emitter *e = arg;
 	struct stream_board *sb = &B->s[e->core];
 	uint8_t buf[MAX_PAYLOAD];
-	uint64_t calls = 0, ok = 0, full = 0, nocons = 0;
+	uint64_t calls = 0, ok = 0, by_cause[EVS_DROP_CAUSE_COUNT] = { 0 };
 
 	while (!atomic_load_explicit(&B->stop_emit, memory_order_relaxed) &&
 	       calls < sb->dropped.nbits) {
@@ -158,19 +188,37 @@ static void *emit_main(void *arg)
 		calls++;
 		if (err == 0)
 			ok++;
-		else if (err == -ENOBUFS)
-			full++;
-		else if (err == -ENOTCONN)
-			nocons++;
+		else if (cause_of(err) >= 0)
+			by_cause[cause_of(err)]++;
 		else
 			fail("core %u: emit gave %s", e->core, evs_strerror(err));
 		if (err)
 			seqmap_set(&sb->dropped, calls - 1);
 		if (calls % CHECK_EVERY == 0)
-			checkpoint(e->p, e->core, sb, calls, ok, full, nocons);
+			checkpoint(e->p, e->core, sb, calls, ok, by_cause);
 	}
-	checkpoint(e->p, e->core, sb, calls, ok, full, nocons);
+	checkpoint(e->p, e->core, sb, calls, ok, by_cause);
 	return NULL;
+}
+
+/* --deny-commit: the machine out of memory for the rings' growth. The
+ * library commits a ring's pages with fallocate() as it first fills; from
+ * here on this thread and the emitting threads it starts get ENOMEM from
+ * it, so every record past what was committed drops as no_memory. */
+static int deny_fallocate(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fallocate, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOMEM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		return -1;
+	return 0;
 }
 
 static int producer_main(void)
@@ -184,6 +232,10 @@ static int producer_main(void)
 	p = evs_producer__new(name, nstreams, &o);
 	if (!p) {
 		fail("producer: %s", evs_errmsg());
+		return 1;
+	}
+	if (deny_commit && deny_fallocate()) {
+		fail("producer: denying fallocate: %s", strerror(errno));
 		return 1;
 	}
 	atomic_store(&B->producer_ready, 1);
@@ -321,15 +373,18 @@ static void check_seqmaps(unsigned int core, struct stream_board *sb, uint64_t p
 static void drain_and_check(double secs, uint64_t t_run_ns, unsigned long seed)
 {
 	uint64_t tot_prod = 0, tot_del = 0, tot_drop = 0, tot_kills = 0, tot_stops = 0;
-	uint64_t tot_sessions = 0, tot_full = 0, tot_nocons = 0, tot_stalls = 0;
+	uint64_t tot_sessions = 0, tot_stalls = 0, tot_by[EVS_DROP_CAUSE_COUNT] = { 0 };
 
-	printf("\n%-4s %12s %12s %12s %12s %12s %6s %6s %8s %6s\n", "core", "produced", "delivered",
-	       evs_drop_cause_name(EVS_DROP_RING_FULL), evs_drop_cause_name(EVS_DROP_NO_CONSUMER), "verified", "kills", "stops", "sessions", "stalls");
+	printf("\n%-4s %12s %12s", "core", "produced", "delivered");
+	for (size_t k = 0; k < NCAUSES; k++)
+		printf(" %12s", evs_drop_cause_name(soak_causes[k]));
+	printf(" %12s %6s %6s %8s %6s\n", "verified", "kills", "stops", "sessions", "stalls");
 	for (unsigned int i = 0; i < nstreams; i++) {
 		struct stream_board *sb = &B->s[i];
 		struct evs_stream_stats st = { .sz = sizeof(st) };
 		struct session s = { .sb = sb, .core = i };
 		struct evs_consumer *c = cli_connect(name, i, 5, true);
+		bool differ = false;
 		int n;
 
 		if (!c) {
@@ -348,33 +403,35 @@ static void drain_and_check(double secs, uint64_t t_run_ns, unsigned long seed)
 			fail("core %u: produced %llu != delivered %llu + dropped %llu", i,
 			     (unsigned long long)st.produced, (unsigned long long)sb->delivered_events,
 			     (unsigned long long)st.dropped);
-		if (st.produced != sb->calls || st.committed != sb->ok ||
-		    st.dropped_events[EVS_DROP_RING_FULL] != sb->ring_full ||
-		    st.dropped_events[EVS_DROP_NO_CONSUMER] != sb->no_consumer)
+		for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++) {
+			differ |= st.dropped_events[k] != sb->dropped_by[k];
+			tot_by[k] += st.dropped_events[k];
+		}
+		if (st.produced != sb->calls || st.committed != sb->ok || differ)
 			fail("core %u: stream counters differ from the emit results", i);
-		printf("%-4u %12llu %12llu %12llu %12llu %12llu %6llu %6llu %8llu %6llu\n", i,
-		       (unsigned long long)st.produced, (unsigned long long)sb->delivered_events,
-		       (unsigned long long)st.dropped_events[EVS_DROP_RING_FULL],
-		       (unsigned long long)st.dropped_events[EVS_DROP_NO_CONSUMER],
-		       (unsigned long long)sb->verified, (unsigned long long)sb->kills,
-		       (unsigned long long)sb->stops, (unsigned long long)sb->sessions,
-		       (unsigned long long)sb->self_stalls);
+		printf("%-4u %12llu %12llu", i, (unsigned long long)st.produced,
+		       (unsigned long long)sb->delivered_events);
+		for (size_t k = 0; k < NCAUSES; k++)
+			printf(" %12llu", (unsigned long long)st.dropped_events[soak_causes[k]]);
+		printf(" %12llu %6llu %6llu %8llu %6llu\n", (unsigned long long)sb->verified,
+		       (unsigned long long)sb->kills, (unsigned long long)sb->stops,
+		       (unsigned long long)sb->sessions, (unsigned long long)sb->self_stalls);
 		tot_prod += st.produced;
 		tot_del += sb->delivered_events;
 		tot_drop += st.dropped;
-		tot_full += st.dropped_events[EVS_DROP_RING_FULL];
-		tot_nocons += st.dropped_events[EVS_DROP_NO_CONSUMER];
 		tot_kills += sb->kills;
 		tot_stops += sb->stops;
 		tot_sessions += sb->sessions;
 		tot_stalls += sb->self_stalls;
 		evs_consumer__free(c);
 	}
-	printf("%-4s %12llu %12llu %12llu %12llu %12s %6llu %6llu %8llu %6llu\n", "all",
-	       (unsigned long long)tot_prod, (unsigned long long)tot_del,
-	       (unsigned long long)tot_full, (unsigned long long)tot_nocons, "",
-	       (unsigned long long)tot_kills, (unsigned long long)tot_stops,
-	       (unsigned long long)tot_sessions, (unsigned long long)tot_stalls);
+	printf("%-4s %12llu %12llu", "all", (unsigned long long)tot_prod,
+	       (unsigned long long)tot_del);
+	for (size_t k = 0; k < NCAUSES; k++)
+		printf(" %12llu", (unsigned long long)tot_by[soak_causes[k]]);
+	printf(" %12s %6llu %6llu %8llu %6llu\n", "", (unsigned long long)tot_kills,
+	       (unsigned long long)tot_stops, (unsigned long long)tot_sessions,
+	       (unsigned long long)tot_stalls);
 	printf("\nsoak: %u streams, %.0f s, seed %lu: %.2f M events/s offered, %.2f M/s delivered, "
 	       "%.1f%% dropped; accounting %s (%llu errors)\n", nstreams, secs, seed,
 	       tot_prod / (t_run_ns / 1e9) / 1e6, tot_del / (t_run_ns / 1e9) / 1e6,
@@ -392,6 +449,8 @@ static void usage(FILE *f)
 "  -t, --seconds S   seconds of the run, 0.01 to 86400 (default 60)\n"
 "  -s, --seed S      seed of the random schedule (default: the clock)\n"
 "  -r, --ring BYTES  ring size per stream, K, M, G suffixes (default 1M)\n"
+"  -d, --deny-commit the rings cannot grow past what was committed when\n"
+"                    they were made (fallocate() fails): drops as no_memory\n"
 "Exit status: 0 when every check held, 1 when one failed, 2 bad usage.\n", MAX_STREAMS);
 }
 
@@ -432,6 +491,7 @@ int main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 't' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "ring", required_argument, NULL, 'r' },
+		{ "deny-commit", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -445,7 +505,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int opt, status;
 
-	while ((opt = getopt_long(argc, argv, "n:t:s:r:h", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:t:s:r:dh", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			if (cli_parse_u64("--streams", optarg, 1, MAX_STREAMS, 0, &v))
@@ -468,6 +528,9 @@ int main(int argc, char **argv)
 			if (cli_parse_u64("--ring", optarg, 4096, UINT64_MAX, CLI_SIZE, &ring_bytes))
 				return 2;
 			ring_arg = optarg;
+			break;
+		case 'd':
+			deny_commit = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -9,3 +9,8 @@ $(BUILD)/evs-soak: $(BUILD)/tests/soak/evs-soak.o $(TOOLS_LIB) $(BUILD)/libevstr
 .PHONY: soak
 soak: deps
 	@BUILD=$(BUILD) bash tests/soak/soak.sh $(SOAK_SECONDS)
+
+# In make test: the soak's accounting with no_memory drops (a few seconds).
+SOAK_NOMEM_TEST := tests/soak/no_memory.sh
+TESTS += $(SOAK_NOMEM_TEST)
+$(SOAK_NOMEM_TEST): $(BUILD)/evs-soak
