@@ -251,6 +251,17 @@ def column_title(d):
     return f"{cpu_name(d)}, {d['clocksource']}" + (" (earlier benchmark)" if d["old_names"] else "")
 
 
+# The 64 B paths whose target is × the bare ring, by target name: where a
+# report has the stamped ring, its ratio goes beside (the bare ring alone
+# swings between a fast and a slow state from run to run).
+STAMPED_BESIDE = {
+    "64 B emit + peek, x bare SPSC ring": "emit+peek",
+    "64 B reserve/commit + peek, x bare SPSC ring": "reserve+peek",
+    "64 B emit + consume, x bare SPSC ring": "emit+consume",
+    "64 B emit + read_one_event, x bare SPSC ring": "emit+nrt",
+}
+
+
 def summary(reports):
     out = []
     out.append("| target (same run) | goal | " + " | ".join(column_title(d) for d in reports) + " |")
@@ -265,7 +276,9 @@ def summary(reports):
                 cells.append("not measured" if t and t["status"] == "not_measured" else "–")
                 continue
             met = t["status"] == "met" if t else (v >= goal if at_least else v <= goal)
-            cells.append((f"{v:.2f} ns" if unit == "ns" else times(v)) + (", met" if met else ", missed"))
+            cell = (f"{v:.2f} ns" if unit == "ns" else times(v)) + (", met" if met else ", missed")
+            xs = get(tput(d, STAMPED_BESIDE[name], 64), "x_stamped_ring") if name in STAMPED_BESIDE else None
+            cells.append(cell + (f" ({times(xs)} the stamped ring)" if xs is not None else ""))
         g = f"{'≥' if at_least else '≤'} {goal:g}{' ns' if unit == 'ns' else '×'}"
         out.append(f"| {label} | {g} | " + " | ".join(cells) + " |")
     out.append("")
@@ -424,9 +437,14 @@ def cost_line(d):
                                            for x in d["drops"])
         b = d.get("drops_bpf")
         if b and b.get("bpf"):
+            added = b.get('ns_added_by_bpf')
+            # the rounds alternate without and with it: below zero is the
+            # host's noise, not a program that saves time
+            adds = (f"the program adds {fmt(added)} ns" if added is None or added >= 0 else
+                    f"without the program the best chunk was {fmt(b.get('ns_per_drop_no_bpf'))} ns: "
+                    f"it adds nothing measurable")
             s += (f"; {fmt(b['ns_per_drop_bpf'])} ns with the evs-drops eBPF program attached (best chunk; "
-                  f"median {fmt(b.get('ns_per_drop_bpf_median'))} ns; the program adds "
-                  f"{fmt(b.get('ns_added_by_bpf'))} ns)")
+                  f"median {fmt(b.get('ns_per_drop_bpf_median'))} ns; {adds})")
         else:
             s += "; with eBPF: not measured (" + ("no BPF here" if b else "evs-bench-drops did not run") + ")"
         bits.append(s + ".")
