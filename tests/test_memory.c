@@ -10,16 +10,13 @@
  */
 #include <fcntl.h>
 #include <signal.h>
-#include <stddef.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 
+#include "deny_fallocate.h"
 #include "helpers.h"
 #include "shm.h"
 
@@ -509,20 +506,6 @@ START_TEST(test_memory_hugepages_refused_fall_back_to_normal_pages)
 END_TEST
 
 /* Make every fallocate() of this process fail with ENOMEM (seccomp). */
-static void deny_fallocate(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fallocate, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOMEM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
-		_exit(6);
-}
-
 /* Memory that cannot be committed when the ring first fills past its
  * first chunk: the event is dropped and counted as no_memory (-ENOMEM),
  * never a SIGBUS; what was committed is delivered. */
@@ -547,7 +530,8 @@ START_TEST(test_memory_commit_failure_drops_and_counts)
 
 		if (!p || !c)
 			_exit(2);
-		deny_fallocate();
+		if (evs_deny_fallocate())
+			_exit(6);
 		while ((err = evs_producer__emit(p, 0, 1, buf, sizeof(buf))) == 0)
 			ok++;
 		if (err != -ENOMEM || evs_producer__emit(p, 0, 1, buf, sizeof(buf)) != -ENOMEM)

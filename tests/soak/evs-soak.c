@@ -34,20 +34,16 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "../deny_fallocate.h"
 #include "cli.h"
 #include "evstream/evstream.h"
 
@@ -201,26 +197,6 @@ static void *emit_main(void *arg)
 	return NULL;
 }
 
-/* --deny-commit: the machine out of memory for the rings' growth. The
- * library commits a ring's pages with fallocate() as it first fills; from
- * here on this thread and the emitting threads it starts get ENOMEM from
- * it, so every record past what was committed drops as no_memory. */
-static int deny_fallocate(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fallocate, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOMEM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
-		return -1;
-	return 0;
-}
-
 static int producer_main(void)
 {
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = ring_bytes, .max_events = max_events,
@@ -234,7 +210,8 @@ static int producer_main(void)
 		fail("producer: %s", evs_errmsg());
 		return 1;
 	}
-	if (deny_commit && deny_fallocate()) {
+	/* --deny-commit: from here on the emitting threads' commits fail */
+	if (deny_commit && evs_deny_fallocate()) {
 		fail("producer: denying fallocate: %s", strerror(errno));
 		return 1;
 	}
