@@ -557,14 +557,21 @@ START_TEST(test_memory_commit_failure_drops_and_counts)
 }
 END_TEST
 
-/* The library's fallocate(), interposed: counted, and failed with ENOMEM
- * while fallocate_fails is set (the kernel's own call otherwise). */
+/* The library's fallocate(), interposed: counted, failed with EINTR while
+ * fallocate_interrupts lasts, then with ENOMEM while fallocate_fails is set
+ * (the kernel's own call otherwise). */
 static _Atomic unsigned long fallocate_calls;
 static _Atomic int fallocate_fails;
+static _Atomic int fallocate_interrupts; /* calls still to fail with EINTR */
 
 int fallocate(int fd, int mode, off_t offset, off_t len)
 {
 	atomic_fetch_add(&fallocate_calls, 1);
+	if (atomic_load(&fallocate_interrupts) > 0) {
+		atomic_fetch_sub(&fallocate_interrupts, 1);
+		errno = EINTR;
+		return -1;
+	}
 	if (atomic_load(&fallocate_fails)) {
 		errno = ENOMEM;
 		return -1;
@@ -601,6 +608,7 @@ START_TEST(test_memory_commit_failure_is_not_retried_per_event)
 	ck_assert_msg(p, "%s", evs_errmsg());
 	c = evs_consumer__connect(NULL, 0, NULL);
 	ck_assert_ptr_nonnull(c);
+	atomic_store(&fallocate_interrupts, 0);
 	atomic_store(&fallocate_fails, 1);
 	while ((err = evs_producer__emit(p, 0, 1, buf, sizeof(buf))) == 0)
 		ok++;
@@ -630,6 +638,45 @@ START_TEST(test_memory_commit_failure_is_not_retried_per_event)
 }
 END_TEST
 
+/* A commit that a signal interrupted (fallocate() gives up with EINTR when
+ * one is pending) is tried again at once: memory is not short, nothing is
+ * dropped, and no pause in the ring's growth follows. */
+START_TEST(test_memory_commit_interrupted_by_a_signal_is_tried_again)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 16 << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	static char buf[4000];
+	/* past the first chunk: the ring must grow */
+	const uint64_t events = (6u << 20) / 4064;
+	unsigned long calls;
+	int interrupts;
+
+	clear_env();
+	atomic_store(&fallocate_fails, 0);
+	p = evs_producer__new(NULL, 1, &o);
+	ck_assert_msg(p, "%s", evs_errmsg());
+	c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_ptr_nonnull(c);
+	atomic_store(&fallocate_calls, 0);
+	atomic_store(&fallocate_interrupts, 1);
+	for (uint64_t i = 0; i < events; i++)
+		ck_assert_msg(evs_producer__emit(p, 0, 1, buf, sizeof(buf)) == 0,
+			      "event %llu of %llu dropped", (unsigned long long)i,
+			      (unsigned long long)events);
+	/* the interrupted call, and the one that grew the ring */
+	interrupts = atomic_load(&fallocate_interrupts);
+	calls = atomic_load(&fallocate_calls);
+	ck_assert_int_eq(interrupts, 0);
+	ck_assert_uint_ge(calls, 2);
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.dropped, 0);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
 	Suite *s = suite_create("memory");
@@ -644,6 +691,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, test_memory_cgroup_limit_is_checked_as_a_whole);
 	tcase_add_test(tc, test_memory_commit_failure_drops_and_counts);
 	tcase_add_test(tc, test_memory_commit_failure_is_not_retried_per_event);
+	tcase_add_test(tc, test_memory_commit_interrupted_by_a_signal_is_tried_again);
 	tcase_add_test(tc, test_memory_hugepages_refused_fall_back_to_normal_pages);
 	suite_add_tcase(s, tc);
 	return s;
