@@ -587,28 +587,38 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A producer of one 16 MiB stream on normal pages (committed 2 MiB at a
+ * time as it fills) and its consumer; fallocate() back to the kernel's. */
+static struct evs_producer *growing_stream(struct evs_consumer **c)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 16 << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_producer *p;
+
+	clear_env();
+	atomic_store(&fallocate_interrupts, 0);
+	atomic_store(&fallocate_fails, 0);
+	p = evs_producer__new(NULL, 1, &o);
+	ck_assert_msg(p, "%s", evs_errmsg());
+	*c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_ptr_nonnull(*c);
+	return p;
+}
+
 /* While memory cannot be committed, the producer tries again once per
  * EVS_COMMIT_RETRY_NS, not on every event it drops (each try is a system
  * call, and under memory pressure the kernel's reclaim); once memory is
  * there again, the first event after that time has it. */
 START_TEST(test_memory_commit_failure_is_not_retried_per_event)
 {
-	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 16 << 20, .hugepages = EVS_HUGEPAGES_OFF);
 	struct evs_stream_stats st = { .sz = sizeof(st) };
-	struct evs_producer *p;
 	struct evs_consumer *c;
+	struct evs_producer *p = growing_stream(&c);
 	static char buf[4000];
 	const unsigned long drops = 100000;
 	unsigned long calls, allowed;
 	uint64_t t0, ok = 0, elapsed;
 	int err = 0;
 
-	clear_env();
-	p = evs_producer__new(NULL, 1, &o);
-	ck_assert_msg(p, "%s", evs_errmsg());
-	c = evs_consumer__connect(NULL, 0, NULL);
-	ck_assert_ptr_nonnull(c);
-	atomic_store(&fallocate_interrupts, 0);
 	atomic_store(&fallocate_fails, 1);
 	while ((err = evs_producer__emit(p, 0, 1, buf, sizeof(buf))) == 0)
 		ok++;
@@ -643,22 +653,15 @@ END_TEST
  * dropped, and no pause in the ring's growth follows. */
 START_TEST(test_memory_commit_interrupted_by_a_signal_is_tried_again)
 {
-	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 16 << 20, .hugepages = EVS_HUGEPAGES_OFF);
 	struct evs_stream_stats st = { .sz = sizeof(st) };
-	struct evs_producer *p;
 	struct evs_consumer *c;
+	struct evs_producer *p = growing_stream(&c);
 	static char buf[4000];
 	/* past the first chunk: the ring must grow */
 	const uint64_t events = (6u << 20) / 4064;
 	unsigned long calls;
 	int interrupts;
 
-	clear_env();
-	atomic_store(&fallocate_fails, 0);
-	p = evs_producer__new(NULL, 1, &o);
-	ck_assert_msg(p, "%s", evs_errmsg());
-	c = evs_consumer__connect(NULL, 0, NULL);
-	ck_assert_ptr_nonnull(c);
 	atomic_store(&fallocate_calls, 0);
 	atomic_store(&fallocate_interrupts, 1);
 	for (uint64_t i = 0; i < events; i++)
