@@ -73,7 +73,6 @@ static __always_inline bool stream_has_room(const struct evs_stream *s, uint64_t
 static __attribute__((noinline)) int stream_make_room(struct evs_stream *s, uint64_t len)
 {
 	uint64_t to;
-	int err;
 
 	stream_refresh_cons(s);
 	if (stream_has_room(s, len))
@@ -87,14 +86,8 @@ static __attribute__((noinline)) int stream_make_room(struct evs_stream *s, uint
 		to = s->cap;
 	if (s->commit_retry_ns && evs_monotonic_ns() < s->commit_retry_ns)
 		return EVS_DROP_NO_MEMORY;
-	err = evs_backing_commit(&s->backing, s->data, s->commit_end, to);
-	/* fallocate() gives up when a signal is pending (a profiler's, a
-	 * timer's): that says nothing of the memory, so once more, at once */
-	if (err == -EINTR)
-		err = evs_backing_commit(&s->backing, s->data, s->commit_end, to);
-	if (err) {
-		if (err != -EINTR)
-			s->commit_retry_ns = evs_monotonic_ns() + EVS_COMMIT_RETRY_NS;
+	if (evs_backing_commit(&s->backing, s->data, s->commit_end, to)) {
+		s->commit_retry_ns = evs_monotonic_ns() + EVS_COMMIT_RETRY_NS;
 		return EVS_DROP_NO_MEMORY;
 	}
 	s->commit_retry_ns = 0;

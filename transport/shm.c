@@ -29,6 +29,17 @@ static uint64_t round_up(uint64_t v, uint64_t to)
 	return (v + to - 1) / to * to;
 }
 
+/* fallocate() of [off, off + len): 0 or -errno. It gives up with EINTR when
+ * a signal is pending (a profiler's, a timer's), which says nothing of the
+ * memory: a few tries, so that it fails only for want of memory. */
+static int file_allocate(int fd, uint64_t off, uint64_t len)
+{
+	for (int tries = 1; fallocate(fd, 0, (off_t)off, (off_t)len) < 0; tries++)
+		if (errno != EINTR || tries == EVS_ALLOCATE_TRIES)
+			return -errno;
+	return 0;
+}
+
 /* Make a memfd of size bytes, sealed against shrinking and growing (a
  * consumer must not be able to turn the producer's stores into SIGBUS).
  * prealloc: allocate every page now (the small control file). */
@@ -36,14 +47,17 @@ static int make_memfd(const char *label, unsigned int flags, uint64_t size, bool
 		      unsigned int seals, int *out)
 {
 	int fd = memfd_create(label, MFD_CLOEXEC | MFD_ALLOW_SEALING | flags);
-	int err;
+	int err = 0;
 
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)size) < 0 ||
-	    (prealloc && fallocate(fd, 0, 0, (off_t)size) < 0) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | seals) < 0) {
+	if (ftruncate(fd, (off_t)size) < 0)
 		err = -errno;
+	else if (prealloc)
+		err = file_allocate(fd, 0, size);
+	if (!err && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | seals) < 0)
+		err = -errno;
+	if (err) {
 		close(fd);
 		return err;
 	}
@@ -107,8 +121,10 @@ int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool
  */
 int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint64_t to)
 {
-	if (fallocate(b->data_fd, 0, (off_t)from, (off_t)(to - from)) < 0)
-		return -errno;
+	int err = file_allocate(b->data_fd, from, to - from);
+
+	if (err)
+		return err;
 	/* MADV_POPULATE_WRITE: Linux 5.14; before it, the first store faults */
 	madvise(data + from, to - from, MADV_POPULATE_WRITE);
 	return 0;

@@ -45,6 +45,8 @@ int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint
  * fallocate() per dropped event (and the kernel's reclaim in it) would hold
  * the runtime back for as long as memory is short. */
 #define EVS_COMMIT_RETRY_NS (10ULL * 1000 * 1000)
+/* fallocate() calls made while signals interrupt them (shm.c). */
+#define EVS_ALLOCATE_TRIES 4
 /* Map a stream; writable = producer view (data read-write, page 0 read-write). */
 int evs_map_attach(struct evs_map *m, int ctl_fd, int data_fd, uint64_t ring_bytes,
 		   uint64_t page_size, bool writable);
