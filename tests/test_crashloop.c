@@ -148,14 +148,6 @@ static void check_no_leaks(const struct footprint *before, const char *what)
 
 /* ------------------------------------------------------------ helpers */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static size_t size_of_seq(uint64_t seq)
 {
 	return (size_t)((seq * 37) % MAX_PAYLOAD);
@@ -323,14 +315,14 @@ static void producer_killed_once(const char *name, int mode, unsigned int *seed,
 
 	/* let it run for a random while, consuming, then kill it anywhere */
 	{
-		uint64_t until = now_ns() + (uint64_t)(rand_r(seed) % 3000) * 1000;
+		uint64_t until = evs_test_now_ns() + (uint64_t)(rand_r(seed) % 3000) * 1000;
 
-		while (now_ns() < until) {
+		while (evs_test_now_ns() < until) {
 			err = evs_consumer__consume(c, drain_fn, &d, 0);
 			ck_assert_msg(err >= 0, "consume: %s", evs_strerror(err));
 		}
 	}
-	t_kill = now_ns();
+	t_kill = evs_test_now_ns();
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFSIGNALED(status), "producer child exited early (status %d)",
@@ -348,7 +340,7 @@ static void producer_killed_once(const char *name, int mode, unsigned int *seed,
 		ck_assert_msg(err == 0 || err == -EPIPE,
 			      "after the producer died: wait gave %s, not -EPIPE", evs_strerror(err));
 	}
-	t_gone = now_ns();
+	t_gone = evs_test_now_ns();
 	if (t_gone - t_kill > *worst_gone_ns)
 		*worst_gone_ns = t_gone - t_kill;
 	ck_assert_int_eq(evs_consumer__peek(c, &(struct evs_record){ 0 }), -EPIPE);
@@ -371,7 +363,7 @@ static void producer_killed_once(const char *name, int mode, unsigned int *seed,
 START_TEST(test_producer_killed_consumer_drains_everything_then_sees_gone)
 {
 	int mode = _i, n = iterations();
-	unsigned int seed = (unsigned int)now_ns();
+	unsigned int seed = (unsigned int)evs_test_now_ns();
 	_Atomic uint64_t *done;
 	struct footprint before;
 	uint64_t worst = 0, total = 0;
@@ -468,10 +460,10 @@ static int emit_one(struct emitter *e)
 /* Emit until the child writes `want` on fd (bounded), returning true if it did. */
 static bool emit_until(struct emitter *e, int fd, char want, int timeout_ms)
 {
-	uint64_t until = now_ns() + (uint64_t)timeout_ms * 1000000;
+	uint64_t until = evs_test_now_ns() + (uint64_t)timeout_ms * 1000000;
 	char ch;
 
-	while (now_ns() < until) {
+	while (evs_test_now_ns() < until) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 
 		emit_one(e);
@@ -514,21 +506,21 @@ static void consumer_killed_once(struct emitter *e, const char *name, uint32_t i
 	ck_assert_msg(emit_until(e, pfd[0], 'c', 5000), "consumer %u did not connect", iter);
 	/* the tag must get through: retry while the ring is full */
 	{
-		uint64_t until = now_ns() + 2000000000ull;
+		uint64_t until = evs_test_now_ns() + 2000000000ull;
 		int err;
 
 		do
 			err = evs_producer__emit(e->p, 0, TYPE_TAG, &iter, sizeof(iter));
-		while (err == -ENOBUFS && now_ns() < until);
+		while (err == -ENOBUFS && evs_test_now_ns() < until);
 		ck_assert_msg(err == 0, "tag %u: %s", iter, evs_strerror(err));
 	}
 	ck_assert_msg(emit_until(e, pfd[0], 'g', 2000),
 		      "new consumer %u did not receive a fresh event", iter);
 	/* run on for a random while, then kill it wherever it is */
 	{
-		uint64_t until = now_ns() + (uint64_t)(rand_r(seed) % 2000) * 1000;
+		uint64_t until = evs_test_now_ns() + (uint64_t)(rand_r(seed) % 2000) * 1000;
 
-		while (now_ns() < until)
+		while (evs_test_now_ns() < until)
 			emit_one(e);
 	}
 	kill_and_reap(pid);
@@ -536,11 +528,11 @@ static void consumer_killed_once(struct emitter *e, const char *name, uint32_t i
 	/* the producer notices, and keeps emitting meanwhile (the test case's
 	 * timeout bounds the wait; the time is only reported) */
 	{
-		uint64_t t0 = now_ns(), t;
+		uint64_t t0 = evs_test_now_ns(), t;
 
 		while (connected(e->p))
 			emit_one(e);
-		t = now_ns() - t0;
+		t = evs_test_now_ns() - t0;
 		if (t > *worst_notice_ns)
 			*worst_notice_ns = t;
 		ck_assert_int_eq(emit_one(e), -ENOTCONN);
@@ -550,7 +542,7 @@ static void consumer_killed_once(struct emitter *e, const char *name, uint32_t i
 START_TEST(test_consumer_killed_producer_never_blocks_and_serves_next)
 {
 	int mode = _i, n = iterations();
-	unsigned int seed = (unsigned int)now_ns();
+	unsigned int seed = (unsigned int)evs_test_now_ns();
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 	struct footprint before;
 	struct emitter *e;

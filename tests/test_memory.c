@@ -579,14 +579,6 @@ int fallocate(int fd, int mode, off_t offset, off_t len)
 	return (int)syscall(SYS_fallocate, fd, mode, offset, len);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A producer of one 16 MiB stream on normal pages (committed 2 MiB at a
  * time as it fills) and its consumer; fallocate() back to the kernel's,
  * after `interrupts` calls that a signal interrupts. */
@@ -626,11 +618,11 @@ START_TEST(test_memory_commit_failure_is_not_retried_per_event)
 	ck_assert_int_eq(err, -ENOMEM);
 	/* the first chunk was committed when the producer was made */
 	ck_assert_uint_eq(ok, (2u << 20) / 4064);
-	t0 = now_ns();
+	t0 = evs_test_now_ns();
 	atomic_store(&fallocate_calls, 0);
 	for (unsigned long i = 0; i < drops; i++)
 		ck_assert_int_eq(evs_producer__emit(p, 0, 1, buf, sizeof(buf)), -ENOMEM);
-	elapsed = now_ns() - t0;
+	elapsed = evs_test_now_ns() - t0;
 	calls = atomic_load(&fallocate_calls);
 	/* one try per period begun, and the one at its end */
 	allowed = (unsigned long)(elapsed / EVS_COMMIT_RETRY_NS) + 2;

@@ -80,14 +80,6 @@ static bool check_pattern(const uint8_t *b, size_t n, uint64_t seed)
 	return true;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 START_TEST(test_ring_empty_peek_returns_eagain)
 {
 	struct ring r;
@@ -354,11 +346,11 @@ START_TEST(test_ring_timestamps_follow_clock_monotonic)
 	uint64_t start, before, after, last = 0, n = 0, worst_early = 0, worst_late = 0;
 	uint64_t slack = clocked_pair(_i == 1, &p, &c);
 
-	start = mono_ns();
+	start = evs_test_now_ns();
 	do {
-		before = mono_ns();
+		before = evs_test_now_ns();
 		EVS_CHECK(evs_producer__emit(p, 0, 1, NULL, 0) == 0, "event %" PRIu64, n);
-		after = mono_ns();
+		after = evs_test_now_ns();
 		EVS_CHECK(evs_consumer__peek(c, &rec) == 0, "event %" PRIu64, n);
 		EVS_CHECK(rec.hdr.timestamp_ns >= last, "event %" PRIu64 " goes back", n);
 		last = rec.hdr.timestamp_ns;
@@ -398,7 +390,7 @@ START_TEST(test_ring_deferred_records_take_the_publication_time)
 	uint64_t start, before, after, last = 0, seq = 0, bursts = 0, wraps = 0, prev_off = 0;
 	uint64_t slack = clocked_pair(_i == 1, &p, &c);
 
-	start = mono_ns();
+	start = evs_test_now_ns();
 	while (wraps < WRAPS) {
 		unsigned int k = 1 + bursts % 5;
 		bool by_emit = bursts % 3 == 2;
@@ -414,12 +406,12 @@ START_TEST(test_ring_deferred_records_take_the_publication_time)
 			seq++;
 		}
 		EVS_CHECK(evs_consumer__peek(c, &rec) == -EAGAIN, "burst %" PRIu64 " seen early", bursts);
-		before = mono_ns();
+		before = evs_test_now_ns();
 		if (by_emit)
 			EVS_CHECK(evs_producer__emit(p, 0, 7, NULL, 0) == 0, "burst %" PRIu64, bursts);
 		else
 			EVS_CHECK(evs_producer__publish(p, 0) == 0, "burst %" PRIu64, bursts);
-		after = mono_ns();
+		after = evs_test_now_ns();
 		for (unsigned int i = 0; i < k + by_emit; i++) {
 			uint64_t n = seq - k + i;
 			size_t size = i < k ? (n * 13) % 41 : 0;
@@ -472,9 +464,9 @@ START_TEST(test_ring_long_deferred_burst_stays_in_order)
 		ck_assert_ptr_nonnull(evs_producer__reserve(p, 0, 1, 8));
 		ck_assert_int_eq(evs_producer__commit_deferred(p, 0), 0);
 	}
-	before = mono_ns();
+	before = evs_test_now_ns();
 	ck_assert_int_eq(evs_producer__publish(p, 0), 0);
-	after = mono_ns();
+	after = evs_test_now_ns();
 	for (int i = 0; i < 200; i++) {
 		ck_assert_int_eq(evs_consumer__peek(c, &rec), 0);
 		ck_assert_uint_ne(rec.hdr.timestamp_ns, 0);
