@@ -32,8 +32,8 @@ struct fz_input {
 	uint64_t prod_pos2;
 };
 
-static int ctl_fd = -1, data_fd = -1, ro_fd = -1, efd = -1;
-static uint8_t *ctl, *ring;
+static int ctl_fd = -1, cons_fd = -1, data_fd = -1, ro_fd = -1, efd = -1;
+static uint8_t *ctl, *cons_page, *ring;
 
 static int make_sealed(const char *name, size_t size)
 {
@@ -49,14 +49,17 @@ static void setup(void)
 {
 	char path[64];
 
-	ctl_fd = make_sealed("fz-ctl", EVS_CTL_BYTES);
+	ctl_fd = make_sealed("fz-ctl", EVS_CTL_PAGE);
+	cons_fd = make_sealed("fz-cons", EVS_CTL_PAGE);
 	data_fd = make_sealed("fz-data", RING);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", data_fd);
 	ro_fd = open(path, O_RDONLY | O_CLOEXEC);
 	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	ctl = mmap(NULL, EVS_CTL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ctl_fd, 0);
+	ctl = mmap(NULL, EVS_CTL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, ctl_fd, 0);
+	cons_page = mmap(NULL, EVS_CTL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, cons_fd, 0);
 	ring = mmap(NULL, RING, PROT_READ | PROT_WRITE, MAP_SHARED, data_fd, 0);
-	if (ro_fd < 0 || efd < 0 || ctl == MAP_FAILED || ring == MAP_FAILED)
+	if (ro_fd < 0 || efd < 0 || ctl == MAP_FAILED || cons_page == MAP_FAILED ||
+	    ring == MAP_FAILED)
 		abort();
 }
 
@@ -110,10 +113,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 	buf += sizeof(in);
 	len -= sizeof(in);
 
-	memset(ctl, 0, EVS_CTL_BYTES);
+	memset(ctl, 0, EVS_CTL_PAGE);
+	memset(cons_page, 0, EVS_CTL_PAGE);
 	memset(ring, 0, RING);
 	prod = (struct evs_shm_prod *)ctl;
-	cons = (struct evs_shm_cons *)(ctl + EVS_CTL_PAGE);
+	cons = (struct evs_shm_cons *)cons_page;
 	write_identity(prod);
 	if ((in.mode & 1) && len >= 64) {
 		memcpy(ctl, buf, 64);
@@ -128,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 	memset(&c, 0, sizeof(c));
 	c.sock = -1;
 	c.efd = efd;
-	if (evs_consumer_map(&c, ctl_fd, ro_fd, RING, 4096, 0, false))
+	if (evs_consumer_map(&c, ctl_fd, cons_fd, ro_fd, RING, 4096, 0, false))
 		return 0;
 	for (int i = 0; i < 1 + (in.max_peeks & 511); i++) {
 		if (i == in.move_at)

@@ -66,9 +66,10 @@ static struct evs_consumer *connect_in(const struct perm *t)
 	return evs_consumer__connect(t->name, 0, &o);
 }
 
-/* Runs a consumer as uid NOBODY with gid `gid` in a child; returns 0 if it
- * connected and received an event, else the errno of the failure. */
-static int connect_as(const struct perm *t, gid_t gid)
+/* Runs a consumer as uid NOBODY with primary group `gid` and, unless 0,
+ * the supplementary group `extra` in a child; returns 0 if it connected
+ * and received an event, else the errno of the failure. */
+static int connect_as_groups(const struct perm *t, gid_t gid, gid_t extra)
 {
 	int up[2], go[2], status;
 	pid_t pid;
@@ -86,7 +87,7 @@ static int connect_as(const struct perm *t, gid_t gid)
 		alarm(10);
 		close(up[0]);
 		close(go[1]);
-		if (setgroups(0, NULL) || setgid(gid) || setuid(NOBODY))
+		if (setgroups(extra ? 1 : 0, &extra) || setgid(gid) || setuid(NOBODY))
 			_exit(120);
 		c = connect_in(t);
 		if (!c)
@@ -114,6 +115,11 @@ static int connect_as(const struct perm *t, gid_t gid)
 	ck_assert_msg(WIFEXITED(status), "consumer child died of signal %d", WTERMSIG(status));
 	ck_assert_msg(WEXITSTATUS(status) < 120, "consumer child failed (%d)", WEXITSTATUS(status));
 	return WEXITSTATUS(status);
+}
+
+static int connect_as(const struct perm *t, gid_t gid)
+{
+	return connect_as_groups(t, gid, 0);
 }
 
 #define NEED_ROOT()                                                          \
@@ -219,14 +225,16 @@ START_TEST(test_memfds_have_no_name_in_any_file_system)
 	struct perm t;
 	const struct evs_backing *b;
 	char link[64], target[PATH_MAX];
-	int fds[3];
+	int fds[5];
 
 	perm_open(&t, "noname", false);
 	b = &t.p->streams[0].backing;
 	fds[0] = b->ctl_fd;
-	fds[1] = b->data_fd;
-	fds[2] = b->data_ro_fd;
-	for (int i = 0; i < 3; i++) {
+	fds[1] = b->ctl_ro_fd;
+	fds[2] = b->cons_fd;
+	fds[3] = b->data_fd;
+	fds[4] = b->data_ro_fd;
+	for (int i = 0; i < 5; i++) {
 		ssize_t n;
 		struct stat st;
 
@@ -269,6 +277,71 @@ START_TEST(test_other_uid_cannot_open_memfds_through_proc)
 	ck_assert(WIFEXITED(status));
 	ck_assert_msg(WEXITSTATUS(status) == EACCES || WEXITSTATUS(status) == EPERM,
 		      "another uid opened the control memfd through /proc (%d)", WEXITSTATUS(status));
+	perm_close(&t);
+}
+END_TEST
+
+/* A consumer of another uid holding the read-only descriptors it was
+ * handed cannot open them again read-write through /proc/self/fd (a
+ * memfd is made with mode 0777; the producer leaves it 0400): it could
+ * otherwise write records into the ring, punch holes in it, or rewrite
+ * the producer's page and lock every later consumer out. */
+START_TEST(test_other_uid_cannot_reopen_its_read_only_files_writable)
+{
+	struct perm t;
+	const struct evs_backing *b;
+	int status;
+	pid_t pid;
+
+	NEED_ROOT();
+	perm_open(&t, "reopen", true);
+	b = &t.p->streams[0].backing;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		const int ro[] = { b->ctl_ro_fd, b->data_ro_fd };
+
+		if (setgroups(0, NULL) || setgid(TEST_GID) || setuid(NOBODY))
+			_exit(120);
+		for (int i = 0; i < 2; i++) {
+			char path[64];
+			int fd;
+
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", ro[i]);
+			fd = open(path, O_RDWR);
+			if (fd >= 0)
+				_exit(100 + i); /* writable: the test fails */
+			if (errno != EACCES)
+				_exit(110 + i);
+		}
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_msg(WEXITSTATUS(status) != 100,
+		      "another uid reopened the control file it was given read-write");
+	ck_assert_msg(WEXITSTATUS(status) != 101,
+		      "another uid reopened the ring it was given read-write");
+	ck_assert_msg(WEXITSTATUS(status) == 0, "child exit %d", WEXITSTATUS(status));
+	perm_close(&t);
+}
+END_TEST
+
+/* The consumer's view of the producer's page is read-only for good: the
+ * control file it is given is read-only, its own page is another file. */
+START_TEST(test_consumer_control_page_cannot_be_made_writable)
+{
+	struct perm t;
+	struct evs_consumer *c;
+
+	perm_open(&t, "roctl", false);
+	c = connect_in(&t);
+	ck_assert_msg(c, "consumer: %s", evs_errmsg());
+	ck_assert_int_ne(mprotect((void *)c->prod, 4096, PROT_READ | PROT_WRITE), 0);
+	ck_assert_int_eq(errno, EACCES);
+	/* its own page stays writable */
+	WRITE_ONCE(&c->cons->released, c->cons->released);
+	evs_consumer__free(c);
 	perm_close(&t);
 }
 END_TEST
@@ -324,7 +397,12 @@ static void relay_serve(int fd, const struct evs_producer *p)
 	struct evs_welcome w = { .magic = EVS_WELCOME_MAGIC, .ncores = 1,
 				 .ring_bytes = s->backing.ring_bytes, .max_events = p->cfg.max_events,
 				 .page_size = s->backing.page_size };
-	int fds[EVS_WELCOME_NFDS] = { s->backing.ctl_fd, s->backing.data_ro_fd, s->efd };
+	int fds[EVS_WELCOME_NFDS] = {
+		[EVS_WELCOME_CTL_FD] = s->backing.ctl_fd,
+		[EVS_WELCOME_CONS_FD] = s->backing.cons_fd,
+		[EVS_WELCOME_DATA_FD] = s->backing.data_ro_fd,
+		[EVS_WELCOME_EVENT_FD] = s->efd,
+	};
 	char cbuf[CMSG_SPACE(sizeof(fds))] = { 0 };
 	struct iovec iov = { .iov_base = &w, .iov_len = sizeof(w) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
@@ -680,6 +758,8 @@ int main(void)
 	tcase_add_test(tc, test_memfds_have_no_name_in_any_file_system);
 	tcase_add_test(tc, test_other_uid_cannot_open_memfds_through_proc);
 	tcase_add_test(tc, test_consumer_ring_view_cannot_be_made_writable);
+	tcase_add_test(tc, test_other_uid_cannot_reopen_its_read_only_files_writable);
+	tcase_add_test(tc, test_consumer_control_page_cannot_be_made_writable);
 	tcase_add_test(tc, test_consumer_refuses_runtime_directory_of_another_uid);
 	tcase_add_test(tc, test_consumer_refuses_runtime_directory_that_is_a_symlink);
 	tcase_add_test(tc, test_consumer_refuses_socket_served_by_another_uid);

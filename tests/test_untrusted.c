@@ -316,7 +316,7 @@ static int memfd_of(size_t size, bool sealed)
 
 static void write_identity(int ctl_fd, uint64_t ring, uint32_t magic_ok)
 {
-	struct evs_shm_prod *prod = mmap(NULL, EVS_CTL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+	struct evs_shm_prod *prod = mmap(NULL, EVS_CTL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
 					 ctl_fd, 0);
 
 	ck_assert_ptr_ne(prod, MAP_FAILED);
@@ -326,7 +326,16 @@ static void write_identity(int ctl_fd, uint64_t ring, uint32_t magic_ok)
 	prod->ring_bytes = ring;
 	prod->max_events = 16;
 	prod->page_size = 4096;
-	munmap(prod, EVS_CTL_BYTES);
+	munmap(prod, EVS_CTL_PAGE);
+}
+
+/* The files of a welcome, in its order: control, consumer page, ring, eventfd. */
+static void fake_files(int fds[EVS_WELCOME_NFDS], uint64_t ring, bool sealed)
+{
+	fds[EVS_WELCOME_CTL_FD] = memfd_of(EVS_CTL_PAGE, sealed);
+	fds[EVS_WELCOME_CONS_FD] = memfd_of(EVS_CTL_PAGE, sealed);
+	fds[EVS_WELCOME_DATA_FD] = memfd_of(ring, sealed);
+	fds[EVS_WELCOME_EVENT_FD] = eventfd(0, EFD_CLOEXEC);
 }
 
 static int count_fds(void)
@@ -381,41 +390,49 @@ static struct evs_welcome welcome(uint64_t ring)
 START_TEST(test_consumer_refuses_unsealed_files)
 {
 	struct evs_welcome w = welcome(RING);
-	int fds[3] = { memfd_of(EVS_CTL_BYTES, false), memfd_of(RING, false), eventfd(0, EFD_CLOEXEC) };
+	int fds[EVS_WELCOME_NFDS];
 
-	write_identity(fds[0], RING, 1);
-	ck_assert_int_eq(connect_fake("unsealed", &w, fds, 3), EBADMSG);
+	fake_files(fds, RING, false);
+
+	write_identity(fds[EVS_WELCOME_CTL_FD], RING, 1);
+	ck_assert_int_eq(connect_fake("unsealed", &w, fds, EVS_WELCOME_NFDS), EBADMSG);
 }
 END_TEST
 
 START_TEST(test_consumer_refuses_ring_larger_than_its_file)
 {
 	struct evs_welcome w = welcome(4 * RING);
-	int fds[3] = { memfd_of(EVS_CTL_BYTES, true), memfd_of(RING, true), eventfd(0, EFD_CLOEXEC) };
+	int fds[EVS_WELCOME_NFDS];
 
-	write_identity(fds[0], 4 * RING, 1);
-	ck_assert_int_eq(connect_fake("short", &w, fds, 3), EBADMSG);
+	fake_files(fds, RING, true);
+
+	write_identity(fds[EVS_WELCOME_CTL_FD], 4 * RING, 1);
+	ck_assert_int_eq(connect_fake("short", &w, fds, EVS_WELCOME_NFDS), EBADMSG);
 }
 END_TEST
 
 START_TEST(test_consumer_refuses_bad_identity)
 {
 	struct evs_welcome w = welcome(RING);
-	int fds[3] = { memfd_of(EVS_CTL_BYTES, true), memfd_of(RING, true), eventfd(0, EFD_CLOEXEC) };
+	int fds[EVS_WELCOME_NFDS];
 
-	write_identity(fds[0], RING, 0);
-	ck_assert_int_eq(connect_fake("ident", &w, fds, 3), EBADMSG);
+	fake_files(fds, RING, true);
+
+	write_identity(fds[EVS_WELCOME_CTL_FD], RING, 0);
+	ck_assert_int_eq(connect_fake("ident", &w, fds, EVS_WELCOME_NFDS), EBADMSG);
 }
 END_TEST
 
 START_TEST(test_consumer_refuses_odd_page_size)
 {
 	struct evs_welcome w = welcome(RING);
-	int fds[3] = { memfd_of(EVS_CTL_BYTES, true), memfd_of(RING, true), eventfd(0, EFD_CLOEXEC) };
+	int fds[EVS_WELCOME_NFDS];
+
+	fake_files(fds, RING, true);
 
 	w.page_size = 12345;
-	write_identity(fds[0], RING, 1);
-	ck_assert_int_eq(connect_fake("pgsz", &w, fds, 3), EBADMSG);
+	write_identity(fds[EVS_WELCOME_CTL_FD], RING, 1);
+	ck_assert_int_eq(connect_fake("pgsz", &w, fds, EVS_WELCOME_NFDS), EBADMSG);
 }
 END_TEST
 
@@ -480,7 +497,7 @@ START_TEST(test_producer_seals_files_against_resizing_only)
 {
 	const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 	const struct evs_backing *b = &fx.s->backing;
-	const int fds[] = { b->ctl_fd, b->data_fd, b->data_ro_fd };
+	const int fds[] = { b->ctl_fd, b->ctl_ro_fd, b->cons_fd, b->data_fd, b->data_ro_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		int seals = fcntl(fds[i], F_GET_SEALS);

@@ -98,8 +98,8 @@ static bool sealed_with(int fd, int want)
 
 /* Map the stream and check the producer's identity page against what the
  * handshake said; the consumer starts where the last consumer stopped. */
-int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t ring_bytes,
-		     uint64_t page_size, unsigned int core, bool membarrier)
+int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int cons_fd, int data_fd,
+		     uint64_t ring_bytes, uint64_t page_size, unsigned int core, bool membarrier)
 {
 	const struct evs_shm_prod *prod;
 	uint64_t prod_pos, cons_pos;
@@ -107,13 +107,15 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t r
 
 	if ((page_size != 4096 && page_size != EVS_HUGE_PAGE) || ring_bytes < page_size ||
 	    ring_bytes % page_size || ring_bytes > (1ULL << 46) ||
-	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_BYTES))
+	    !file_size_is(data_fd, ring_bytes) || !file_size_is(ctl_fd, EVS_CTL_PAGE) ||
+	    !file_size_is(cons_fd, EVS_CTL_PAGE))
 		return evs_fail(EBADMSG, "stream of core %u: sizes do not match the shared files", core);
 	if (!sealed_with(ctl_fd, F_SEAL_SHRINK | F_SEAL_GROW) ||
+	    !sealed_with(cons_fd, F_SEAL_SHRINK | F_SEAL_GROW) ||
 	    !sealed_with(data_fd, F_SEAL_SHRINK | F_SEAL_GROW))
 		return evs_fail(EBADMSG, "stream of core %u: the shared files lack their seals "
 				"(shrink and grow)", core);
-	err = evs_map_attach(&c->map, ctl_fd, data_fd, ring_bytes, page_size, false);
+	err = evs_map_attach(&c->map, ctl_fd, cons_fd, data_fd, ring_bytes, page_size, false);
 	if (err)
 		return evs_fail(-err, "mapping the ring of core %u: %s", core, evs_strerror(err));
 	prod = c->map.prod;
@@ -167,8 +169,8 @@ static int connect_local(struct evs_consumer *c, struct evs_producer *p, unsigne
 		evs_stream_release_claim(s);
 		return err;
 	}
-	err = evs_consumer_map(c, s->backing.ctl_fd, s->backing.data_ro_fd, s->backing.ring_bytes,
-			       s->backing.page_size, core,
+	err = evs_consumer_map(c, s->backing.ctl_ro_fd, s->backing.cons_fd, s->backing.data_ro_fd,
+			       s->backing.ring_bytes, s->backing.page_size, core,
 			       evs_stream_activate(s, evs_membarrier_usable()));
 	if (err) {
 		evs_stream_release_claim(s);
@@ -199,10 +201,12 @@ static int connect_remote(struct evs_consumer *c, const char *name, unsigned int
 	err = evs_client_handshake(name, core, opts, &w, fds, &sock);
 	if (err)
 		return err;
-	err = evs_consumer_map(c, fds[EVS_WELCOME_CTL_FD], fds[EVS_WELCOME_DATA_FD], w.ring_bytes,
-			   w.page_size, core, w.flags & EVS_WELCOME_F_MEMBARRIER);
+	err = evs_consumer_map(c, fds[EVS_WELCOME_CTL_FD], fds[EVS_WELCOME_CONS_FD],
+			       fds[EVS_WELCOME_DATA_FD], w.ring_bytes, w.page_size, core,
+			       w.flags & EVS_WELCOME_F_MEMBARRIER);
 	/* the mappings hold the memory; only the eventfd is kept */
 	close(fds[EVS_WELCOME_CTL_FD]);
+	close(fds[EVS_WELCOME_CONS_FD]);
 	close(fds[EVS_WELCOME_DATA_FD]);
 	if (err) {
 		close(fds[EVS_WELCOME_EVENT_FD]);

@@ -26,11 +26,12 @@ void evs_stream_release_claim(struct evs_stream *s);
  * mappings and loses its link to the stream. Under the registry lock. */
 void evs_stream_orphan_local(struct evs_stream *s);
 
-/* Map a stream from its files (control, data read-only) on the consumer's
- * side and check the shared memory against what the producer said (sizes,
- * seals, identity, positions); the consumer starts where the last one
- * stopped. 0 or a negative errno with a sentence for evs_errmsg(). */
-int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int data_fd, uint64_t ring_bytes,
-		     uint64_t page_size, unsigned int core, bool membarrier);
+/* Map a stream from its files (control and data read-only, the consumer's
+ * page read-write) on the consumer's side and check the shared memory
+ * against what the producer said (sizes, seals, identity, positions); the
+ * consumer starts where the last one stopped. 0 or a negative errno with a
+ * sentence for evs_errmsg(). */
+int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int cons_fd, int data_fd,
+		     uint64_t ring_bytes, uint64_t page_size, unsigned int core, bool membarrier);
 
 #endif

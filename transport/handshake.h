@@ -9,7 +9,8 @@
  *  consumer                         producer's server thread
  *  hello   {magic, abi, core, flags} ──►
  *          ◄── welcome {magic, status, sizes, core, flags}
- *              + SCM_RIGHTS [control memfd, data memfd (read-only), eventfd]
+ *              + SCM_RIGHTS [control memfd (read-only), consumer memfd,
+ *                            data memfd (read-only), eventfd]
  */
 #ifndef EVS_HANDSHAKE_H
 #define EVS_HANDSHAKE_H
@@ -42,6 +43,12 @@ struct evs_welcome {
 #define EVS_WELCOME_F_MEMBARRIER 0x100u /* ... and must, when it arms */
 
 /* Descriptors a welcome carries, in this order. */
-enum { EVS_WELCOME_CTL_FD, EVS_WELCOME_DATA_FD, EVS_WELCOME_EVENT_FD, EVS_WELCOME_NFDS };
+enum {
+	EVS_WELCOME_CTL_FD,
+	EVS_WELCOME_CONS_FD,
+	EVS_WELCOME_DATA_FD,
+	EVS_WELCOME_EVENT_FD,
+	EVS_WELCOME_NFDS
+};
 
 #endif

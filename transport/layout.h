@@ -3,7 +3,7 @@
  * The shared-memory ABI of one stream (version EVS_ABI_MAJOR.EVS_ABI_MINOR).
  * See docs/architecture.md for the full description.
  *
- *  control memfd (normal pages, 2 x 4 KiB)         data memfd (ring_bytes)
+ *  control memfd (4 KiB)                          data memfd (ring_bytes)
  *  +--------------------------------------+        +----------------------+
  *  | page 0: written by the producer only |        | records, 8-aligned:  |
  *  |   line 0  identity (magic, version,  |        | [64 B header|payload]|
@@ -13,11 +13,13 @@
  *  |   line 2+ drop counters, wakeups,    |   each process, so a record that
  *  |           closed                     |   runs past the end continues in
  *  +--------------------------------------+   the second copy: every payload
- *  | page 1: written by the consumer      |   is contiguous.
- *  |   line 0  cons_pos, released         |
- *  |   line 2  wait (consumer sets, the   |
- *  |           producer takes)            |
+ *  consumer memfd (4 KiB)                      is contiguous.
  *  +--------------------------------------+
+ *  | page 1: written by the consumer      |   Consumers get the control and
+ *  |   line 0  cons_pos, released         |   data memfds read-only, the
+ *  |   line 2  wait (consumer sets, the   |   consumer memfd read-write; each
+ *  |           producer takes)            |   process maps page 1 right after
+ *  +--------------------------------------+   page 0.
  *
  * Positions are free-running 64-bit byte counts; offset = pos % ring_bytes.
  * A reader treats everything the other side wrote as untrusted.
@@ -30,10 +32,10 @@
 #include <stdatomic.h>
 
 #define EVS_SHM_MAGIC      0x314d52545356452eULL /* ".EVSTRM1" little-endian */
-#define EVS_ABI_MAJOR      1
+#define EVS_ABI_MAJOR      2 /* 2: the consumer's page in a memfd of its own */
 #define EVS_ABI_MINOR      0
 #define EVS_CTL_PAGE       4096u
-#define EVS_CTL_BYTES      (2 * EVS_CTL_PAGE)
+#define EVS_CTL_BYTES      (2 * EVS_CTL_PAGE) /* both pages, as mapped */
 #define EVS_CACHELINE      64
 #define EVS_RECORD_ALIGN   8u
 #define EVS_RECORD_HDR     64u

@@ -51,8 +51,8 @@ static int stream_init(struct evs_stream *s, struct evs_producer *p, unsigned in
 	err = evs_backing_create(&s->backing, &p->cfg, hugetlb, p->name, core);
 	if (err)
 		return err;
-	err = evs_map_attach(&s->map, s->backing.ctl_fd, s->backing.data_fd, s->backing.ring_bytes,
-			     s->backing.page_size, true);
+	err = evs_map_attach(&s->map, s->backing.ctl_fd, s->backing.cons_fd, s->backing.data_fd,
+			     s->backing.ring_bytes, s->backing.page_size, true);
 	if (err)
 		return evs_fail(-err, "mapping the ring of core %u (%llu bytes%s): %s%s", core,
 				(unsigned long long)s->backing.ring_bytes,
@@ -117,6 +117,8 @@ static int streams_init(struct evs_producer *p, bool hugetlb, bool timestamps)
 		p->streams[i].efd = -1;
 		p->streams[i].conn_fd = -1;
 		p->streams[i].backing.ctl_fd = -1;
+		p->streams[i].backing.ctl_ro_fd = -1;
+		p->streams[i].backing.cons_fd = -1;
 		p->streams[i].backing.data_fd = -1;
 		p->streams[i].backing.data_ro_fd = -1;
 	}

@@ -250,7 +250,8 @@ static void serve_client(struct evs_server *srv, int fd)
 	w.page_size = s->backing.page_size;
 	{
 		int fds[EVS_WELCOME_NFDS] = {
-			[EVS_WELCOME_CTL_FD] = s->backing.ctl_fd,
+			[EVS_WELCOME_CTL_FD] = s->backing.ctl_ro_fd,
+			[EVS_WELCOME_CONS_FD] = s->backing.cons_fd,
 			[EVS_WELCOME_DATA_FD] = s->backing.data_ro_fd,
 			[EVS_WELCOME_EVENT_FD] = s->efd,
 		};

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Backing memory of a stream: a control memfd and a data memfd (huge pages
- * when budget.c chose them), and the double mapping of the data area that
- * keeps every record contiguous. The ring's pages are committed as the
+ * Backing memory of a stream: a control memfd (the producer's page), a
+ * consumer memfd (the consumer's page) and a data memfd (huge pages when
+ * budget.c chose them), and the mappings: the two pages side by side, and
+ * the data area twice, which keeps every record contiguous. The ring's pages are committed as the
  * producer first reaches them (evs_backing_commit(), from producer.c), so
  * a run that emits little takes little memory; budget.c checked that the
  * whole fits, and a commit that still fails is a counted drop, never a
@@ -65,14 +66,31 @@ static int make_memfd(const char *label, unsigned int flags, uint64_t size, bool
 	return 0;
 }
 
-/* A read-only descriptor of the same file, for consumers: they can map the
- * ring but never write into it. */
+/*
+ * A read-only descriptor of the same file, for consumers: they can map it
+ * but never write into it. A memfd's inode is made with mode 0777, and
+ * anyone holding a descriptor may open /proc/self/fd/N again, read-write:
+ * the file is left readable by its owner only, so that a consumer of
+ * another uid cannot turn the descriptor it was given into a writable one
+ * (the producer's own descriptor was opened read-write before). -errno on
+ * failure.
+ */
 static int reopen_ro(int fd)
 {
 	char path[64];
+	int ro;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return open(path, O_RDONLY | O_CLOEXEC);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	if (ro < 0)
+		return -errno;
+	if (fchmod(fd, 0400) < 0) {
+		int err = -errno;
+
+		close(ro);
+		return err;
+	}
+	return ro;
 }
 
 int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool hugetlb,
@@ -82,14 +100,24 @@ int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool
 	int err;
 
 	memset(b, 0, sizeof(*b));
-	b->ctl_fd = b->data_fd = b->data_ro_fd = -1;
+	b->ctl_fd = b->ctl_ro_fd = b->cons_fd = b->data_fd = b->data_ro_fd = -1;
 	snprintf(name, sizeof(name), "evstream:%s:%u", label ? label : "-", core);
 
-	/* the consumer maps the control file writable (its page 1): no
-	 * write seal there, and nothing to punch: it is allocated now */
-	err = make_memfd(name, 0, EVS_CTL_BYTES, true, F_SEAL_SEAL, &b->ctl_fd);
-	if (err)
+	/* the two control pages are allocated now: nothing to punch later */
+	err = make_memfd(name, 0, EVS_CTL_PAGE, true, F_SEAL_SEAL, &b->ctl_fd);
+	if (!err)
+		err = make_memfd(name, 0, EVS_CTL_PAGE, true, F_SEAL_SEAL, &b->cons_fd);
+	if (err) {
+		evs_backing_destroy(b);
 		return evs_fail(-err, "control memory for core %u: %s", core, strerror(-err));
+	}
+	b->ctl_ro_fd = reopen_ro(b->ctl_fd);
+	if (b->ctl_ro_fd < 0) {
+		err = b->ctl_ro_fd;
+		evs_backing_destroy(b);
+		return evs_fail(-err, "read-only view of the control page for core %u: %s", core,
+				strerror(-err));
+	}
 	b->hugetlb = hugetlb;
 	b->page_size = hugetlb ? EVS_HUGE_PAGE : (uint64_t)sysconf(_SC_PAGESIZE);
 	b->ring_bytes = round_up(cfg->ring_bytes, b->page_size);
@@ -106,7 +134,7 @@ int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool
 	}
 	b->data_ro_fd = reopen_ro(b->data_fd);
 	if (b->data_ro_fd < 0) {
-		err = -errno;
+		err = b->data_ro_fd;
 		evs_backing_destroy(b);
 		return evs_fail(-err, "read-only view of the ring for core %u: %s", core, strerror(-err));
 	}
@@ -132,13 +160,12 @@ int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint
 
 void evs_backing_destroy(struct evs_backing *b)
 {
-	if (b->ctl_fd >= 0)
-		close(b->ctl_fd);
-	if (b->data_fd >= 0)
-		close(b->data_fd);
-	if (b->data_ro_fd >= 0)
-		close(b->data_ro_fd);
-	b->ctl_fd = b->data_fd = b->data_ro_fd = -1;
+	const int fds[] = { b->ctl_fd, b->ctl_ro_fd, b->cons_fd, b->data_fd, b->data_ro_fd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	b->ctl_fd = b->ctl_ro_fd = b->cons_fd = b->data_fd = b->data_ro_fd = -1;
 }
 
 /*
@@ -171,18 +198,21 @@ static int map_twice(struct evs_map *m, int fd, uint64_t ring_bytes, uint64_t pa
 	return 0;
 }
 
-int evs_map_attach(struct evs_map *m, int ctl_fd, int data_fd, uint64_t ring_bytes,
+int evs_map_attach(struct evs_map *m, int ctl_fd, int cons_fd, int data_fd, uint64_t ring_bytes,
 		   uint64_t page_size, bool writable)
 {
 	uint8_t *ctl;
 	int err;
 
 	memset(m, 0, sizeof(*m));
-	ctl = mmap(NULL, EVS_CTL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ctl_fd, 0);
+	/* the two pages side by side, each from its own file */
+	ctl = mmap(NULL, EVS_CTL_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (ctl == MAP_FAILED)
 		return -errno;
-	/* the consumer only reads page 0: take write access away */
-	if (!writable && mprotect(ctl, EVS_CTL_PAGE, PROT_READ) < 0) {
+	if (mmap(ctl, EVS_CTL_PAGE, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+		 MAP_SHARED | MAP_FIXED | MAP_POPULATE, ctl_fd, 0) == MAP_FAILED ||
+	    mmap(ctl + EVS_CTL_PAGE, EVS_CTL_PAGE, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED | MAP_POPULATE, cons_fd, 0) == MAP_FAILED) {
 		err = -errno;
 		munmap(ctl, EVS_CTL_BYTES);
 		return err;

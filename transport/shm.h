@@ -14,8 +14,8 @@
 
 /* One process's view of a stream. */
 struct evs_map {
-	struct evs_shm_prod *prod;  /* control page 0 */
-	struct evs_shm_cons *cons;  /* control page 1 */
+	struct evs_shm_prod *prod;  /* control page 0 (the control memfd) */
+	struct evs_shm_cons *cons;  /* control page 1 (the consumer memfd) */
 	uint8_t *data;              /* ring, followed by its second mapping */
 	void *ctl_base;
 	void *data_res;             /* reserved range holding both copies */
@@ -25,7 +25,9 @@ struct evs_map {
 
 /* The producer's memory files of a stream. */
 struct evs_backing {
-	int ctl_fd;      /* control memfd, read-write */
+	int ctl_fd;      /* control memfd (page 0), read-write (producer) */
+	int ctl_ro_fd;   /* the same file opened read-only, handed to consumers */
+	int cons_fd;     /* consumer memfd (page 1), read-write: the consumer writes it */
 	int data_fd;     /* data memfd, read-write (producer) */
 	int data_ro_fd;  /* the same file opened read-only, handed to consumers */
 	uint64_t ring_bytes;
@@ -47,8 +49,10 @@ int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint
 #define EVS_COMMIT_RETRY_NS (10ULL * 1000 * 1000)
 /* fallocate() calls made while signals interrupt them (shm.c). */
 #define EVS_ALLOCATE_TRIES 4
-/* Map a stream; writable = producer view (data read-write, page 0 read-write). */
-int evs_map_attach(struct evs_map *m, int ctl_fd, int data_fd, uint64_t ring_bytes,
+/* Map a stream: page 0 from ctl_fd and page 1 from cons_fd, side by side,
+ * and the ring twice; writable = the producer's view (page 0 and the ring
+ * read-write), else both read-only. Page 1 is read-write in both. */
+int evs_map_attach(struct evs_map *m, int ctl_fd, int cons_fd, int data_fd, uint64_t ring_bytes,
 		   uint64_t page_size, bool writable);
 void evs_map_detach(struct evs_map *m);
 
