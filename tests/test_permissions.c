@@ -205,6 +205,19 @@ START_TEST(test_member_of_allowed_group_can_connect)
 }
 END_TEST
 
+/* A member by a supplementary group is one too: the consumer trusts the
+ * directory for it (rundir.c), and the server must let it in. */
+START_TEST(test_supplementary_member_of_allowed_group_can_connect)
+{
+	struct perm t;
+
+	NEED_ROOT();
+	perm_open(&t, "grpsupp", true);
+	ck_assert_int_eq(connect_as_groups(&t, NOBODY, TEST_GID), 0);
+	perm_close(&t);
+}
+END_TEST
+
 START_TEST(test_other_group_is_refused_when_a_group_is_allowed)
 {
 	struct perm t;
@@ -754,6 +767,7 @@ int main(void)
 	tcase_add_test(tc, test_other_uid_cannot_connect);
 	tcase_add_test(tc, test_other_uid_is_refused_by_peer_credentials);
 	tcase_add_test(tc, test_member_of_allowed_group_can_connect);
+	tcase_add_test(tc, test_supplementary_member_of_allowed_group_can_connect);
 	tcase_add_test(tc, test_other_group_is_refused_when_a_group_is_allowed);
 	tcase_add_test(tc, test_memfds_have_no_name_in_any_file_system);
 	tcase_add_test(tc, test_other_uid_cannot_open_memfds_through_proc);

@@ -195,6 +195,34 @@ static int send_welcome(int fd, const struct evs_welcome *w, const int *fds, int
 	return 0;
 }
 
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59 /* Linux 4.13 */
+#endif
+
+/* The peer was in group gid when it connected, as its primary group or a
+ * supplementary one: a consumer accepts our directory by either
+ * (rundir.c), so the server does too. */
+static bool peer_in_group(int fd, gid_t primary, gid_t gid)
+{
+	gid_t small[64], *list = small;
+	socklen_t len = sizeof(small);
+	bool found = primary == gid;
+
+	if (!found && getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, list, &len) < 0) {
+		/* ERANGE: len says how much it needs */
+		list = errno == ERANGE ? malloc(len) : NULL;
+		if (list && getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, list, &len) < 0)
+			len = 0;
+		if (!list)
+			len = 0;
+	}
+	for (size_t i = 0; !found && i < len / sizeof(gid_t); i++)
+		found = list[i] == gid;
+	if (list != small)
+		free(list);
+	return found;
+}
+
 static bool peer_allowed(const struct evs_server *srv, int fd)
 {
 	struct ucred cred;
@@ -202,7 +230,7 @@ static bool peer_allowed(const struct evs_server *srv, int fd)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return false;
-	return cred.uid == srv->uid || (srv->allow_group && cred.gid == srv->gid);
+	return cred.uid == srv->uid || (srv->allow_group && peer_in_group(fd, cred.gid, srv->gid));
 }
 
 /* Reads the hello with a deadline so that a silent client cannot hold the
