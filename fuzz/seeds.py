@@ -32,8 +32,25 @@ write("consumer", "wrapping-record", cons_seed(0, 255, 4, 0, 2 * RING + len(wrap
 write("consumer", "length-past-prod", cons_seed(0, 255, 4, 0, 64, 0, 0, rec(0, 0)[:8].replace(b"\0", b"\x10", 1) + rec(0, 0)[8:]))
 write("consumer", "producer-rewinds", cons_seed(0, 1, 8, 0, len(three), 0, 8, three))
 write("consumer", "near-wrap-of-u64", cons_seed(0, 255, 8, 0, (2**64 - 64 + len(three)) % 2**64, 2**64 - 64, 0, three))
-ident = struct.pack("<QHHIQQQII", 0x314d52545356452e, 1, 0, 8192, RING, 64, 4096, 0, 0).ljust(64, b"\0")
+ident = struct.pack("<QHHIQQQII", 0x314d52545356452e, 2, 0, 8192, RING, 64, 4096, 0, 0).ljust(64, b"\0")
 write("consumer", "raw-identity", cons_seed(1, 255, 8, 0, len(three), 0, 0, three, ident))
+# scripts (mode bit 1): 32 op bytes, low three bits the call, the rest its argument
+def script(*codes):
+    return bytes(codes).ljust(32, b"\x03")
+def tensor_rec(seq, nbytes):
+    fixed = b"t".ljust(512, b"\0") + struct.pack("<II", 0, 0) + b"float32".ljust(16, b"\0") \
+        + struct.pack("<8Q", nbytes // 4, 0, 0, 0, 0, 0, 0, 0) + struct.pack("<Q", nbytes)
+    fixed = fixed.ljust(1024, b"\0")
+    return struct.pack("<QIIQQ32x", 1024 + nbytes, 1, 0, seq, 0) + fixed + bytes(nbytes)
+tens = tensor_rec(0, 16) + tensor_rec(1, 8)
+write("consumer", "hold-three-release-in-order",
+      cons_seed(2, 255, 0, 0, len(three), 0, 0, script(0, 0, 0, 3, 3, 3, 6), three))
+write("consumer", "hold-while-producer-rewrites",
+      cons_seed(2, 255, 0, 0, len(three), 0, 0, script(0, 4 | (1 << 3), 0, 4 | (9 << 3), 0, 3, 2, 3, 3), three))
+write("consumer", "producer-moves-while-held",
+      cons_seed(2, 255, 0, 0, len(three), 0, 8, script(0, 5, 0, 3, 3, 6, 7, 6), three))
+write("consumer", "tensor-reads-held",
+      cons_seed(2, 255, 0, 0, len(tens), 0, 0, script(0, 0, 3, 3, 6), tens))
 
 def op(code, arg=b""):
     return bytes([code]) + arg
