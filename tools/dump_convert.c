@@ -15,7 +15,7 @@
 #include "dump.h"
 #include "dump_writer.h"
 
-static int convert_file(struct dump_writer *w, const char *rawdir, const char *name)
+static int convert_file(struct dump_writer *w, int rawfd, const char *rawdir, const char *name)
 {
 	char path[4096];
 	struct dump_raw_hdr fh;
@@ -25,10 +25,21 @@ static int convert_file(struct dump_writer *w, const char *rawdir, const char *n
 	int fd, err = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", rawdir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* the file itself, not where a link named like it leads (another
+	 * user's raw directory could hold one to a file only we may read);
+	 * O_NONBLOCK: a FIFO of that name does not hang the open */
+	fd = openat(rawfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		err = -errno;
-		fprintf(stderr, "evs-dump: %s: %s\n", path, strerror(errno));
+		if (errno == ELOOP)
+			fprintf(stderr, "evs-dump: %s: a symbolic link, not a raw dump: refused\n", path);
+		else
+			fprintf(stderr, "evs-dump: %s: %s\n", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "evs-dump: %s: not a regular file, not a raw dump: refused\n", path);
+		err = -EBADMSG;
 		goto out;
 	}
 	if ((uint64_t)st.st_size < sizeof(fh)) {
@@ -83,16 +94,20 @@ out:
 int dump_convert(const char *rawdir, const char *outdir, bool summary)
 {
 	struct dump_writer w = { .print = false };
-	struct dirent **names;
-	int n, err = 0, files = 0;
+	struct dirent **names = NULL;
+	int n = 0, err = 0, files = 0, rawfd, rc;
 
-	n = scandir(rawdir, &names, NULL, alphasort);
-	if (n < 0) {
+	rawfd = open(rawdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rawfd >= 0)
+		n = scandirat(rawfd, ".", &names, NULL, alphasort);
+	if (rawfd < 0 || n < 0) {
 		fprintf(stderr, "evs-dump: cannot read '%s': %s\n", rawdir, strerror(errno));
-		return -errno;
+		if (rawfd >= 0)
+			close(rawfd);
+		return 2;
 	}
 	if (dump_writer_open(&w, outdir, DUMP_NPY)) {
-		err = -EIO;
+		rc = 2;
 		goto out;
 	}
 	for (int i = 0; i < n && !err; i++) {
@@ -101,7 +116,7 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary)
 		if (strncmp(names[i]->d_name, "core", 4) || len < 7 ||
 		    strcmp(names[i]->d_name + len - 7, ".evsraw"))
 			continue;
-		err = convert_file(&w, rawdir, names[i]->d_name);
+		err = convert_file(&w, rawfd, rawdir, names[i]->d_name);
 		files++;
 	}
 	if (!files) {
@@ -121,9 +136,11 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary)
 	}
 	if (dump_writer_close(&w) && !err)
 		err = -EIO;
+	rc = err ? 1 : 0;
 out:
 	for (int i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
-	return err;
+	close(rawfd);
+	return rc;
 }

@@ -32,59 +32,214 @@ static void index_reserve(struct dump_writer *w)
 		w->index_reserved = w->index_size + INDEX_RESERVE;
 }
 
-static int mkdir_p(const char *dir)
-{
-	char path[4096];
-	size_t n = strlen(dir);
+/* ------------------------------------------------------------ directories */
 
-	if (n == 0 || n >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, n + 1);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
+/*
+ * Whose directory evs-dump may write into (docs/dump.md, "The output
+ * directory"): ours or root's, and writable by nobody else unless the
+ * sticky bit is set (then others may add names, never remove or rename
+ * ours: and no name is ever followed or reused, below). 0, or -EPERM after
+ * saying why.
+ */
+static int dir_refused(const struct stat *st, const char *what, const char *shown)
+{
+	uid_t me = geteuid();
+
+	if (st->st_uid != me && st->st_uid != 0) {
+		fprintf(stderr, "evs-dump: %s '%s' is owned by uid %u: refused, evs-dump (uid %u) writes only "
+			"into a directory of its own or root's (its owner could plant links or swap files "
+			"in it); choose another\n", what, shown, (unsigned)st->st_uid, (unsigned)me);
+		return -EPERM;
 	}
-	if (mkdir(path, 0755) < 0)
-		return errno == EEXIST ? 0 : -errno;
-	return 1; /* created */
+	if ((st->st_mode & 022) && !(st->st_mode & S_ISVTX)) {
+		fprintf(stderr, "evs-dump: %s '%s' has mode %04o: refused, group or others can write it "
+			"(and plant links in it) and it has no sticky bit; chmod go-w it, or choose "
+			"another\n", what, shown, (unsigned)(st->st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* When name in dirfd is a symbolic link, says so (as what 'shown[/file]')
+ * and returns true. errno is not kept. */
+static bool said_link(int dirfd, const char *name, const char *what, const char *shown,
+		      const char *file)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
+
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	fprintf(stderr, "evs-dump: %s%s'%s%s%s' is a symbolic link (to '%s'): refused, evs-dump never "
+		"writes through a link (whoever can write its directory could have planted it)%s\n",
+		what, *what ? " " : "", shown, file ? "/" : "", file ? file : "", target,
+		!strcmp(what, "output directory") ? "; name the directory itself" : "");
+	return true;
+}
+
+/* name in the directory parent: made (0755) when missing, then opened
+ * without following a link (O_PATH) and checked (dir_refused). The
+ * descriptor, or -errno after saying why. */
+static int dir_open_checked(int parent, const char *name, const char *what, const char *shown,
+			    bool *created)
+{
+	struct stat st;
+	int fd, err;
+
+	*created = mkdirat(parent, name, 0755) == 0;
+	if (!*created && errno != EEXIST) {
+		err = errno;
+		fprintf(stderr, "evs-dump: cannot create %s '%s': %s\n", what, shown, strerror(err));
+		return -err;
+	}
+	fd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		/* O_DIRECTORY with O_NOFOLLOW: ENOTDIR (or ELOOP) for a link */
+		if ((err == ENOTDIR || err == ELOOP) && said_link(parent, name, what, shown, NULL))
+			err = ELOOP;
+		else
+			fprintf(stderr, "evs-dump: cannot open %s '%s': %s\n", what, shown, strerror(err));
+		goto fail;
+	}
+	if (fstat(fd, &st) < 0) {
+		err = errno;
+		fprintf(stderr, "evs-dump: cannot open %s '%s': %s\n", what, shown, strerror(err));
+		close(fd);
+		goto fail;
+	}
+	err = -dir_refused(&st, what, shown);
+	if (err) {
+		close(fd);
+		goto fail;
+	}
+	return fd;
+fail:
+	/* what we made and could not use is no longer known to be ours */
+	*created = false;
+	return -err;
+}
+
+int dump_dir_open(struct dump_dir *d, int atfd, const char *path, const char *shown)
+{
+	char buf[4096], *p, *slash;
+	size_t n = strlen(path);
+	int cur, fd, err;
+
+	d->fd = d->parentfd = -1;
+	d->created = false;
+	if (n == 0 || n >= sizeof(buf)) {
+		err = n ? ENAMETOOLONG : ENOENT;
+		fprintf(stderr, "evs-dump: cannot create output directory '%s': %s\n", shown, strerror(err));
+		return -err;
+	}
+	memcpy(buf, path, n + 1);
+	/* "dump/" is "dump": a slash after a link would make the kernel follow it */
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	p = buf;
+	if (*p == '/') {
+		cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		while (*p == '/')
+			p++;
+	} else {
+		cur = atfd == AT_FDCWD ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)
+				       : fcntl(atfd, F_DUPFD_CLOEXEC, 0);
+	}
+	if (cur < 0)
+		goto fail;
+	/* the components above the last, made when missing; links there are
+	 * followed (as the runtime directory's are): whoever chose the path
+	 * chose them, and what is written is checked at the last one */
+	while ((slash = strchr(p, '/'))) {
+		*slash = '\0';
+		fd = openat(cur, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT) {
+			if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
+				goto fail;
+			fd = openat(cur, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		}
+		if (fd < 0)
+			goto fail;
+		close(cur);
+		cur = fd;
+		for (p = slash + 1; *p == '/'; p++)
+			;
+	}
+	if (!*p)
+		p = (char *)"."; /* the path was "/" */
+	fd = dir_open_checked(cur, p, "output directory", shown, &d->created);
+	if (fd < 0) {
+		close(cur);
+		return fd;
+	}
+	d->fd = fd;
+	d->parentfd = cur;
+	/* at most NAME_MAX: the kernel took it */
+	n = strnlen(p, sizeof(d->leaf) - 1);
+	memcpy(d->leaf, p, n);
+	d->leaf[n] = '\0';
+	return 0;
+fail:
+	err = errno;
+	fprintf(stderr, "evs-dump: cannot create output directory '%s': %s\n", shown, strerror(err));
+	if (cur >= 0)
+		close(cur);
+	return -err;
+}
+
+void dump_dir_close(struct dump_dir *d, bool remove_if_created)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	/* only if empty; and by the name in the parent we made it in */
+	if (remove_if_created && d->created && d->parentfd >= 0)
+		unlinkat(d->parentfd, d->leaf, AT_REMOVEDIR);
+	if (d->parentfd >= 0)
+		close(d->parentfd);
+	d->fd = d->parentfd = -1;
+	d->created = false;
+}
+
+/* A file that must be new in dirfd: O_EXCL (which also refuses a link of
+ * that name, dangling or not) and O_NOFOLLOW. The descriptor or -1. */
+static int create_new(int dirfd, const char *name)
+{
+	return openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 }
 
 int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode)
 {
+	return dump_writer_openat(w, AT_FDCWD, dir, dir, mode);
+}
+
+int dump_writer_openat(struct dump_writer *w, int atfd, const char *dir, const char *shown,
+		       enum dump_mode mode)
+{
 	int err, fd;
 
 	w->mode = mode;
-	w->dirfd = -1;
+	w->out.fd = w->out.parentfd = -1;
 	w->index_fd = -1;
-	snprintf(w->dir, sizeof(w->dir), "%s", dir);
-	err = mkdir_p(dir);
-	if (err < 0) {
-		fprintf(stderr, "evs-dump: cannot create output directory '%s': %s\n", dir, strerror(-err));
+	snprintf(w->dir, sizeof(w->dir), "%s", shown);
+	err = dump_dir_open(&w->out, atfd, dir, shown);
+	if (err)
 		return err;
-	}
-	w->created_dir = err == 1;
-	w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (w->dirfd < 0) {
-		err = -errno;
-		fprintf(stderr, "evs-dump: cannot open output directory '%s': %s\n", dir, strerror(errno));
-		return err;
-	}
 	/* creating the index is the writability check: fail before connecting;
 	 * never mix two dumps in one directory */
-	fd = openat(w->dirfd, INDEX_NAME, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	fd = create_new(w->out.fd, INDEX_NAME);
 	if (fd < 0) {
-		err = -errno;
-		if (errno == EEXIST)
+		err = errno;
+		if (err != EEXIST)
+			fprintf(stderr, "evs-dump: cannot write to output directory '%s': %s\n", shown,
+				strerror(err));
+		else if (!said_link(w->out.fd, INDEX_NAME, "", w->dir, INDEX_NAME))
 			fprintf(stderr, "evs-dump: '%s' already holds a dump (" INDEX_NAME "): remove it "
-				"or choose another output directory\n", dir);
-		else
-			fprintf(stderr, "evs-dump: cannot write to output directory '%s': %s\n", dir,
-				strerror(errno));
-		return err;
+				"or choose another output directory\n", shown);
+		/* nothing of ours in it: a directory open made goes too */
+		dump_dir_close(&w->out, true);
+		return -err;
 	}
 	w->index_fd = fd;
 	w->line = fmemopen(w->line_buf, sizeof(w->line_buf), "w");
@@ -164,7 +319,7 @@ static int write_iov(int fd, struct iovec *iov, int n)
 int dump_writer_add_core(struct dump_writer *w, unsigned int core)
 {
 	struct dump_core *c = core_slot(w, core);
-	char name[32];
+	char name[32], shown[sizeof(w->dir) + sizeof(name)];
 	int err;
 
 	if (!c)
@@ -173,11 +328,12 @@ int dump_writer_add_core(struct dump_writer *w, unsigned int core)
 		return 0;
 	if (w->mode == DUMP_NPY) {
 		snprintf(name, sizeof(name), "c%u", core);
-		if (mkdirat(w->dirfd, name, 0755) < 0 && errno != EEXIST)
-			goto err;
-		c->dirfd = openat(w->dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (c->dirfd < 0)
-			goto err;
+		snprintf(shown, sizeof(shown), "%s/%s", w->dir, name);
+		/* made, or one already there checked like the output directory */
+		err = dir_open_checked(w->out.fd, name, "core directory", shown, &c->made_dir);
+		if (err < 0)
+			return err;
+		c->dirfd = err;
 		c->file_dir_len = (unsigned int)snprintf(c->file, sizeof(c->file), "c%u/", core);
 	} else if (w->mode == DUMP_RAW) {
 		struct dump_raw_hdr h = { .version = 1, .core = core };
@@ -185,23 +341,34 @@ int dump_writer_add_core(struct dump_writer *w, unsigned int core)
 
 		memcpy(h.magic, DUMP_RAW_MAGIC, sizeof(h.magic));
 		snprintf(name, sizeof(name), "core%u.evsraw", core);
-		c->rawfd = openat(w->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (c->rawfd < 0)
-			goto err;
-		err = write_iov(c->rawfd, &iov, 1);
+		/* a new file, never one already there (nor where a link leads) */
+		c->rawfd = create_new(w->out.fd, name);
+		if (c->rawfd < 0) {
+			err = errno;
+			if (err != EEXIST)
+				goto fail;
+			if (!said_link(w->out.fd, name, "", w->dir, name))
+				fprintf(stderr, "evs-dump: %s/%s already exists: refused, a dump never "
+					"overwrites a file; remove it or choose another output directory\n",
+					w->dir, name);
+			return -EEXIST;
+		}
+		err = -write_iov(c->rawfd, &iov, 1);
 		if (err) {
-			errno = -err;
-			goto err;
+			/* not left behind: a retry would find it there */
+			close(c->rawfd);
+			c->rawfd = -1;
+			unlinkat(w->out.fd, name, 0);
+			goto fail;
 		}
 		c->raw_off = sizeof(h);
 		snprintf(c->file, sizeof(c->file), "%s", name);
 	}
 	c->used = true;
 	return 0;
-err:
-	err = -errno;
-	fprintf(stderr, "evs-dump: cannot create %s/%s: %s\n", w->dir, name, strerror(errno));
-	return err;
+fail:
+	fprintf(stderr, "evs-dump: cannot create %s/%s: %s\n", w->dir, name, strerror(err));
+	return -err;
 }
 
 static void count_failure(struct dump_writer *w, struct dump_core *c, const char *what, int err)
@@ -237,7 +404,7 @@ static int write_npy(struct dump_core *c, uint64_t seq, const struct evs_tensor_
 	hlen = npy_header(hdr, sizeof(hdr), descr, ev->ndim, ev->shape);
 	if (hlen < 0)
 		return hlen;
-	fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = create_tmp_at(c->dirfd, tmp);
 	if (fd < 0)
 		return -errno;
 	iov[0] = (struct iovec){ hdr, (size_t)hlen };
@@ -487,33 +654,7 @@ int dump_writer_close_index(struct dump_writer *w)
 	return err ? err : -w->index_errno;
 }
 
-/* Nothing was dumped (setup failed): take back what open and add_core
- * made, so that the directory is not taken for a dump next time. */
-void dump_writer_abort(struct dump_writer *w)
-{
-	char name[64];
-
-	if (w->index_fd >= 0) {
-		dump_writer_close_index(w);
-		unlinkat(w->dirfd, INDEX_NAME, 0);
-	}
-	for (unsigned int i = 0; i < w->ncores; i++) {
-		if (!w->cores[i].used)
-			continue;
-		if (w->mode == DUMP_NPY) {
-			snprintf(name, sizeof(name), "c%u", i);
-			unlinkat(w->dirfd, name, AT_REMOVEDIR); /* only if empty */
-		} else if (w->mode == DUMP_RAW) {
-			snprintf(name, sizeof(name), "core%u.evsraw", i);
-			unlinkat(w->dirfd, name, 0);
-		}
-	}
-	dump_writer_close(w);
-	if (w->created_dir)
-		rmdir(w->dir);
-}
-
-int dump_writer_close(struct dump_writer *w)
+static int writer_close(struct dump_writer *w, bool remove_dir)
 {
 	int err = dump_writer_close_index(w);
 
@@ -526,8 +667,36 @@ int dump_writer_close(struct dump_writer *w)
 	free(w->cores);
 	w->cores = NULL;
 	w->ncores = 0;
-	if (w->dirfd >= 0)
-		close(w->dirfd);
-	w->dirfd = -1;
+	dump_dir_close(&w->out, remove_dir);
 	return err;
+}
+
+/* Nothing was dumped (setup failed): take back what open and add_core
+ * made, so that the directory is not taken for a dump next time. */
+void dump_writer_abort(struct dump_writer *w)
+{
+	char name[64];
+
+	if (w->index_fd >= 0) {
+		dump_writer_close_index(w);
+		unlinkat(w->out.fd, INDEX_NAME, 0);
+	}
+	for (unsigned int i = 0; i < w->ncores; i++) {
+		if (!w->cores[i].used)
+			continue;
+		if (w->mode == DUMP_NPY && w->cores[i].made_dir) {
+			snprintf(name, sizeof(name), "c%u", i);
+			unlinkat(w->out.fd, name, AT_REMOVEDIR); /* only if empty */
+		} else if (w->mode == DUMP_RAW) {
+			snprintf(name, sizeof(name), "core%u.evsraw", i);
+			unlinkat(w->out.fd, name, 0);
+		}
+	}
+	/* and the output directory, if open made it */
+	writer_close(w, true);
+}
+
+int dump_writer_close(struct dump_writer *w)
+{
+	return writer_close(w, false);
 }

@@ -37,7 +37,8 @@ _Static_assert(sizeof(struct dump_raw_hdr) == 64, "raw header");
 
 struct dump_core {
 	bool used;
-	int dirfd;             /* c<N>/ for .npy files */
+	bool made_dir;         /* add_core made c<N>/ (abort removes only that) */
+	int dirfd;             /* c<N>/ for .npy files (O_PATH) */
 	int rawfd;
 	/* the file named in index lines, relative to the output directory:
 	 * "core<N>.evsraw", or "c<N>/" with each .npy name written after it */
@@ -54,11 +55,23 @@ struct dump_core {
 	uint64_t unfit;        /* empty tensors NumPy cannot represent: no .npy */
 };
 
+/*
+ * A directory evs-dump writes into, opened by dump_dir_open() and checked
+ * (docs/dump.md, "The output directory"): everything in it is then reached
+ * through fd with *at() calls, never by its path again.
+ */
+struct dump_dir {
+	int fd;                /* O_PATH | O_DIRECTORY, its last component not followed; -1 */
+	int parentfd;          /* the directory it is in (to remove it by name), -1 */
+	char leaf[256];        /* its name there */
+	bool created;          /* dump_dir_open made it */
+};
+
 struct dump_writer {
 	enum dump_mode mode;
 	bool print;            /* prefixes (+ preview) to stdout (pipe 1) / stderr (2) */
-	int dirfd;
-	char dir[4096];
+	struct dump_dir out;   /* the output directory (out.fd: every file's dirfd) */
+	char dir[4096];        /* its path as the user gave it, for messages */
 	int index_fd;          /* -1 when closed */
 	FILE *line;            /* the index line being built (a memory stream) */
 	char line_buf[8192];   /* holds the longest line: 511 prefix bytes escaped, 8 sizes */
@@ -72,17 +85,35 @@ struct dump_writer {
 	int first_errno;       /* of the first failed write */
 	int index_errno;       /* a line of the index could not be written: the dump stops */
 	uint64_t unindexed;    /* events read whose line is not in the index */
-	bool created_dir;      /* open made the output directory */
 	uint64_t index_size;   /* bytes of whole lines in the index */
 	uint64_t index_reserved; /* its disk space is allocated up to here */
 	bool reported;         /* the first failure was reported */
 };
 
-/* Creates dir (and its parents) and index.jsonl in it. 0 or -errno, after
- * printing a sentence about what failed. */
-int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode);
+/*
+ * Opens the directory path (relative to atfd: AT_FDCWD or a directory),
+ * making it and the missing components above it (0755). Its last
+ * component is made with mkdirat() and opened O_PATH | O_NOFOLLOW, so a
+ * symbolic link there is refused; then it must be owned by this uid or
+ * root, and not writable by group or others unless it has the sticky bit.
+ * A trailing slash is dropped (it would make the kernel follow a link).
+ * 0, or -errno after saying why, naming the directory as shown.
+ */
+int dump_dir_open(struct dump_dir *d, int atfd, const char *path, const char *shown);
+/* Closes it; with remove_if_created, removes it (if empty) when open made it. */
+void dump_dir_close(struct dump_dir *d, bool remove_if_created);
 
-/* Prepares output for a core (its directory or raw file). 0 or -errno
+/* Opens dir (dump_dir_open) and creates index.jsonl in it (a new file:
+ * a directory holding one, or a link of that name, is refused). 0 or
+ * -errno, after printing a sentence about what failed. The openat form
+ * takes dir relative to atfd and names it as shown in messages. */
+int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode);
+int dump_writer_openat(struct dump_writer *w, int atfd, const char *dir, const char *shown,
+		       enum dump_mode mode);
+
+/* Prepares output for a core: its directory c<N>/ (made, or one already
+ * there checked like the output directory; never a link), or its raw file
+ * (a new file: one already there, or a link, is refused). 0 or -errno
  * (-ERANGE for a core number of DUMP_MAX_CORES or more). */
 int dump_writer_add_core(struct dump_writer *w, unsigned int core);
 

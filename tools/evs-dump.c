@@ -204,7 +204,7 @@ static void fill_summary(FILE *f, void *d)
 
 static int save_summary(struct dumper *d)
 {
-	int err = json_file_whole(d->w.dirfd, "summary.json", fill_summary, d);
+	int err = json_file_whole(d->w.out.fd, "summary.json", fill_summary, d);
 
 	if (err)
 		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s (none was left)\n", d->w.dir,
@@ -679,7 +679,7 @@ int main(int argc, char **argv)
 			snprintf(def, sizeof(def), "%s/npy", convert);
 			out = def;
 		}
-		return dump_convert(convert, out, !quiet) ? 1 : 0;
+		return dump_convert(convert, out, !quiet);
 	}
 	if (optind < argc)
 		d.name = argv[optind++];

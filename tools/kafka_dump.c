@@ -76,8 +76,7 @@ struct reader {
 	int nparts;
 	unsigned int assigned;
 	bool cooperative;
-	int outfd;
-	bool created_dir;
+	struct dump_dir outdir;  /* the top directory, checked (dump_dir_open) */
 	uint64_t events, messages, torn, orphans, malformed, unfinished, refused;
 	uint64_t t0, last_activity, last_t, last_events, last_bytes, last_commit;
 	bool stored;           /* offsets stored since the last commit */
@@ -146,7 +145,7 @@ static struct kpart *part(struct reader *r, int32_t p)
 static struct source *source_get(struct reader *r, const struct kmsg_source *k)
 {
 	struct source *s;
-	char dir[4096];
+	char dir[4096], rel[sizeof(s->host) + sizeof(s->producer) + 1];
 
 	for (s = r->sources; s; s = s->next)
 		if (!strcmp(s->host, k->host) && !strcmp(s->producer, k->producer))
@@ -159,11 +158,12 @@ static struct source *source_get(struct reader *r, const struct kmsg_source *k)
 	s->w.print = r->o->print;
 	s->w.clear_status = status_clear;
 	s->w.ctx = r;
-	/* both names were checked: [A-Za-z0-9._-], not starting with '.' */
-	snprintf(dir, sizeof(dir), "%s/%s/%s", r->out, s->host, s->producer);
-	if (dump_writer_open(&s->w, dir, r->o->mode)) {
+	/* both names were checked: [A-Za-z0-9._-], not starting with '.';
+	 * made and opened from the top directory's descriptor */
+	snprintf(rel, sizeof(rel), "%s/%s", s->host, s->producer);
+	snprintf(dir, sizeof(dir), "%s/%s", r->out, rel);
+	if (dump_writer_openat(&s->w, r->outdir.fd, rel, dir, r->o->mode)) {
 		s->broken = true;
-		s->w.dirfd = -1;
 	} else {
 		s->open = true;
 	}
@@ -565,7 +565,7 @@ static void fill_source_summary(FILE *f, void *ctx)
 static int save_source_summary(struct reader *r, struct source *s)
 {
 	struct source_summary ss = { r, s };
-	int err = json_file_whole(s->w.dirfd, "summary.json", fill_source_summary, &ss);
+	int err = json_file_whole(s->w.out.fd, "summary.json", fill_source_summary, &ss);
 
 	if (err)
 		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s\n", s->w.dir, strerror(-err));
@@ -579,7 +579,7 @@ static void fill_summary(FILE *f, void *r)
 
 static int save_summary(struct reader *r)
 {
-	int err = json_file_whole(r->outfd, "summary.json", fill_summary, r);
+	int err = json_file_whole(r->outdir.fd, "summary.json", fill_summary, r);
 
 	if (err)
 		fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s\n", r->out, strerror(-err));
@@ -613,64 +613,47 @@ static int dir_has_entries(int dirfd)
 	return found;
 }
 
-/* The top directory: made if missing, refused unless empty (a dump, or
- * what a killed reader left, which has no summary.json: that is written,
- * whole, at the end), and checked writable now. */
+/* The top directory: made if missing, checked like every output directory
+ * (dump_dir_open: no link, ours or root's, not writable by others unless
+ * sticky), refused unless empty (a dump, or what a killed reader left,
+ * which has no summary.json: that is written, whole, at the end), and
+ * checked writable now. */
 static int out_open(struct reader *r)
 {
-	char path[4096];
-	int fd;
+	int fd, err;
 
-	snprintf(path, sizeof(path), "%s", r->out);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			goto fail;
-		*p = '/';
-	}
-	if (mkdir(path, 0755) == 0)
-		r->created_dir = true;
-	else if (errno != EEXIST)
-		goto fail;
-	r->outfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (r->outfd < 0)
-		goto fail;
-	switch (dir_has_entries(r->outfd)) {
+	err = dump_dir_open(&r->outdir, AT_FDCWD, r->out, r->out);
+	if (err)
+		return err;
+	switch (dir_has_entries(r->outdir.fd)) {
 	case 0:
 		break;
 	case 1:
-		errno = EEXIST;
-		goto exists;
+		fprintf(stderr, "evs-dump: '%s' is not empty: it already holds a dump, or what an "
+			"interrupted one left; remove it or choose another output directory\n", r->out);
+		dump_dir_close(&r->outdir, false);
+		return -EEXIST;
 	default:
 		goto fail;
 	}
 	/* writable? (the summary itself appears only whole, at the end) */
-	fd = openat(r->outfd, ".summary.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = create_tmp_at(r->outdir.fd, ".summary.json.tmp");
 	if (fd < 0)
 		goto fail;
 	close(fd);
-	unlinkat(r->outfd, ".summary.json.tmp", 0);
+	unlinkat(r->outdir.fd, ".summary.json.tmp", 0);
 	return 0;
-exists:
-	fprintf(stderr, "evs-dump: '%s' is not empty: it already holds a dump, or what an interrupted "
-		"one left; remove it or choose another output directory\n", r->out);
-	return -EEXIST;
 fail:
-	fprintf(stderr, "evs-dump: cannot write to output directory '%s': %s\n", r->out, strerror(errno));
-	return -errno;
+	err = errno;
+	fprintf(stderr, "evs-dump: cannot write to output directory '%s': %s\n", r->out, strerror(err));
+	dump_dir_close(&r->outdir, true);
+	return -err;
 }
 
 /* Nothing was read: take back what out_open made. */
 static void out_abort(struct reader *r)
 {
-	if (r->outfd >= 0) {
-		close(r->outfd);
-		r->outfd = -1;
-	}
-	if (r->created_dir)
-		rmdir(r->out);
+	dump_dir_close(&r->outdir, true);
 }
 
 /* A broker must answer and the topic exist before anything is written. */
@@ -766,7 +749,7 @@ static bool idle(struct reader *r, uint64_t now)
 int kafka_dump_main(const struct kafka_dump_opts *o)
 {
 	struct reader r = { .o = o, .group = o->group ? o->group : "evs-dump", .out = o->out ? o->out : "dump",
-			    .outfd = -1 };
+			    .outdir = { .fd = -1, .parentfd = -1 } };
 	struct sigaction sa = { .sa_handler = on_signal };
 	rd_kafka_topic_partition_list_t *topics;
 	rd_kafka_resp_err_t err;
@@ -894,6 +877,6 @@ int kafka_dump_main(const struct kafka_dump_opts *o)
 		free(s);
 	}
 	free(r.parts);
-	close(r.outfd);
+	dump_dir_close(&r.outdir, false);
 	return rc;
 }

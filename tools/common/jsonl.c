@@ -150,6 +150,17 @@ int json_is_null(const char *line, const char *key)
 	return !strncmp(p, "null", 4);
 }
 
+int create_tmp_at(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+	/* one left by a run that was killed, or planted: the name goes (a link
+	 * is removed, not followed), and a new file takes it, once */
+	if (fd < 0 && errno == EEXIST && unlinkat(dirfd, name, 0) == 0)
+		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	return fd;
+}
+
 int json_file_whole(int dirfd, const char *name, void (*fill)(FILE *f, void *ctx), void *ctx)
 {
 	char tmp[256];
@@ -158,7 +169,7 @@ int json_file_whole(int dirfd, const char *name, void (*fill)(FILE *f, void *ctx
 
 	if (snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = create_tmp_at(dirfd, tmp);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
 		err = errno;

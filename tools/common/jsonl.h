@@ -19,6 +19,12 @@ int json_get_u64_array(const char *line, const char *key, uint64_t *v, uint32_t 
 /* 1 if "key" is null, 0 if it is something else, -ENOENT if absent. */
 int json_is_null(const char *line, const char *key);
 
+/* A temporary file of the directory dirfd, new: created with O_EXCL and
+ * O_NOFOLLOW, so that nothing already there is written to or followed; a
+ * name already taken (a temporary a killed run left, or a link someone
+ * planted) is removed first, once. The descriptor, or -1 and errno. */
+int create_tmp_at(int dirfd, const char *name);
+
 /* A file of the directory dirfd, whole or not at all: fill(f, ctx) writes
  * it under a temporary name, which is synced and then renamed to name.
  * 0, or -errno (and no file, the temporary removed). */
