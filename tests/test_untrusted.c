@@ -338,13 +338,26 @@ static int count_fds(void)
 	return n;
 }
 
+/* The fake producer has seen its consumer hang up: it exits, and its
+ * socket goes. */
+static void reap_fake(const char *name, pid_t pid)
+{
+	char path[160];
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fake producer failed");
+	snprintf(path, sizeof(path), "%s/%s.sock", getenv("EVSTREAM_RUNTIME_DIR"), name);
+	unlink(path);
+}
+
 /* Connect to a fake producer serving these fds; the errno of the failure
  * (0 if it connected). No fd may be left behind either way. */
 static int connect_fake_len(const char *tag, const struct evs_welcome *w, size_t wlen,
 			    const int *fds, int nfds)
 {
 	const char *name = evs_test_name(tag);
-	int before = count_fds(), err = 0, status;
+	int before = count_fds(), err = 0;
 	struct evs_consumer *c;
 	pid_t pid;
 
@@ -355,14 +368,7 @@ static int connect_fake_len(const char *tag, const struct evs_welcome *w, size_t
 	if (!c)
 		err = errno;
 	evs_consumer__free(c);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fake producer failed");
-	{
-		char path[160];
-
-		snprintf(path, sizeof(path), "%s/%s.sock", getenv("EVSTREAM_RUNTIME_DIR"), name);
-		unlink(path);
-	}
+	reap_fake(name, pid);
 	ck_assert_int_eq(count_fds(), before - nfds);
 	return err;
 }
@@ -416,6 +422,37 @@ START_TEST(test_consumer_refuses_odd_page_size)
 	w.page_size = 12345;
 	write_identity(fds[0], RING, 1);
 	ck_assert_int_eq(connect_fake("pgsz", &w, fds, 3), EBADMSG);
+}
+END_TEST
+
+/* What a producer hands as the stream's eventfd must be one: a pipe is
+ * refused at connect, and the message names what came. */
+START_TEST(test_consumer_refuses_a_pipe_for_its_eventfd)
+{
+	struct evs_welcome w = welcome(RING);
+	int p[2], fds[3];
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	fds[0] = memfd_of(EVS_CTL_BYTES, true);
+	fds[1] = memfd_of(RING, true);
+	fds[2] = p[0];
+	write_identity(fds[0], RING, 1);
+	ck_assert_int_eq(connect_fake("pipeefd", &w, fds, 3), EPROTO);
+	ck_assert_msg(strstr(evs_errmsg(), "pipe:["), "message: %s", evs_errmsg());
+	close(p[1]);
+}
+END_TEST
+
+START_TEST(test_consumer_refuses_a_regular_file_for_its_eventfd)
+{
+	struct evs_welcome w = welcome(RING);
+	int fds[3] = { memfd_of(EVS_CTL_BYTES, true), memfd_of(RING, true),
+		       open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) };
+
+	ck_assert_int_ge(fds[2], 0);
+	write_identity(fds[0], RING, 1);
+	ck_assert_int_eq(connect_fake("fileefd", &w, fds, 3), EPROTO);
+	ck_assert_msg(strstr(evs_errmsg(), "/tmp/"), "message: %s", evs_errmsg());
 }
 END_TEST
 
@@ -636,6 +673,8 @@ int main(void)
 	tcase_add_test(tf, test_consumer_refuses_ring_larger_than_its_file);
 	tcase_add_test(tf, test_consumer_refuses_bad_identity);
 	tcase_add_test(tf, test_consumer_refuses_odd_page_size);
+	tcase_add_test(tf, test_consumer_refuses_a_pipe_for_its_eventfd);
+	tcase_add_test(tf, test_consumer_refuses_a_regular_file_for_its_eventfd);
 	tcase_add_test(tf, test_consumer_closes_surplus_fds_of_a_welcome);
 	tcase_add_test(tf, test_consumer_refuses_welcome_without_fds);
 	tcase_add_test(tf, test_consumer_maps_out_of_range_status_to_eproto);

@@ -9,7 +9,11 @@
  * back concurrently, which takes a deliberately hostile process of the same
  * uid or allowed group (see docs/reliability.md).
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include <sys/eventfd.h>
 
 #include "wakeup.h"
@@ -35,4 +39,21 @@ void evs_efd_drain(int efd)
 	keep_nonblocking(efd);
 	while (eventfd_read(efd, &v) == 0)
 		;
+}
+
+int evs_efd_check(int fd, char *what, size_t len)
+{
+	char path[32];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, what, len - 1);
+	if (n < 0) {
+		int err = errno;
+
+		snprintf(what, len, "%s", strerror(err));
+		return -err;
+	}
+	what[n] = '\0';
+	return strcmp(what, "anon_inode:[eventfd]") ? -EPROTO : 0;
 }
