@@ -90,6 +90,62 @@ static void assert_broken(void)
 	ck_assert_int_eq(evs_consumer__stats(fx.c, &st), 0);
 }
 
+/* What a call made in a child process returned, and how long it took. */
+struct bounded {
+	int ret;
+	int ms;
+};
+
+/* Runs fn(arg) in a child process that SIGALRM ends after limit_s, so that
+ * a call that never returns fails the test instead of hanging the suite.
+ * The child's copy of a consumer shares the parent's memory files and
+ * eventfd, which is what the call works on. */
+static struct bounded run_bounded(int (*fn)(void *), void *arg, unsigned int limit_s)
+{
+	struct bounded r = { 0 };
+	int p[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		uint64_t t0 = evs_test_now_ns();
+
+		close(p[0]);
+		/* Check's handler would kill the whole test: die alone */
+		signal(SIGALRM, SIG_DFL);
+		alarm(limit_s);
+		r.ret = fn(arg);
+		r.ms = (int)((evs_test_now_ns() - t0) / 1000000);
+		_exit(write(p[1], &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
+	}
+	close(p[1]);
+	n = read(p[0], &r, sizeof(r));
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(!WIFSIGNALED(status) || WTERMSIG(status) != SIGALRM,
+		      "the call did not return within %u s", limit_s);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0 && n == (ssize_t)sizeof(r),
+		      "child status %d", status);
+	return r;
+}
+
+static int wait_200ms(void *c)
+{
+	return evs_consumer__wait(c, 200);
+}
+
+/* Nothing comes: wait() returns -ETIMEDOUT after its 200 ms, not never. */
+static void assert_wait_keeps_its_timeout(struct evs_consumer *c)
+{
+	struct bounded r = run_bounded(wait_200ms, c, 3);
+
+	ck_assert_int_eq(r.ret, -ETIMEDOUT);
+	ck_assert_int_lt(r.ms, 1000);
+}
+
 /* ------------------------------------------------------------ consumer */
 
 START_TEST(test_consumer_rejects_record_longer_than_published)
@@ -209,6 +265,26 @@ START_TEST(test_consumer_record_never_extends_past_the_mapping)
 	assert_within_mapping(&r);
 	ck_assert_int_eq(evs_consumer__release(fx.c), 0);
 	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), -EAGAIN);
+}
+END_TEST
+
+/* Another holder of the stream's eventfd (a consumer that left and kept a
+ * copy) clears O_NONBLOCK on it: the flag belongs to the file, which every
+ * later consumer of the stream shares. No read of the consumer depends on
+ * it: wait() keeps its timeout, and a commit still wakes it. */
+START_TEST(test_consumer_wait_ignores_o_nonblock_cleared_by_another_holder)
+{
+	int held = dup(evs_consumer__fd(fx.c));
+	struct pollfd pfd = { .fd = evs_consumer__fd(fx.c), .events = POLLIN };
+
+	ck_assert_int_ge(held, 0);
+	ck_assert_int_eq(fcntl(held, F_SETFL, 0), 0);
+	assert_wait_keeps_its_timeout(fx.c);
+	ck_assert_int_eq(fcntl(held, F_SETFL, 0), 0);
+	emit_n(1, 16);
+	ck_assert_int_eq(poll(&pfd, 1, 2000), 1);
+	ck_assert_int_eq(evs_consumer__wait(fx.c, 2000), 0);
+	close(held);
 }
 END_TEST
 
@@ -347,13 +423,26 @@ static int count_fds(void)
 	return n;
 }
 
+/* The fake producer has seen its consumer hang up: it exits, and its
+ * socket goes. */
+static void reap_fake(const char *name, pid_t pid)
+{
+	char path[160];
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fake producer failed");
+	snprintf(path, sizeof(path), "%s/%s.sock", getenv("EVSTREAM_RUNTIME_DIR"), name);
+	unlink(path);
+}
+
 /* Connect to a fake producer serving these fds; the errno of the failure
  * (0 if it connected). No fd may be left behind either way. */
 static int connect_fake_len(const char *tag, const struct evs_welcome *w, size_t wlen,
 			    const int *fds, int nfds)
 {
 	const char *name = evs_test_name(tag);
-	int before = count_fds(), err = 0, status;
+	int before = count_fds(), err = 0;
 	struct evs_consumer *c;
 	pid_t pid;
 
@@ -364,14 +453,7 @@ static int connect_fake_len(const char *tag, const struct evs_welcome *w, size_t
 	if (!c)
 		err = errno;
 	evs_consumer__free(c);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fake producer failed");
-	{
-		char path[160];
-
-		snprintf(path, sizeof(path), "%s/%s.sock", getenv("EVSTREAM_RUNTIME_DIR"), name);
-		unlink(path);
-	}
+	reap_fake(name, pid);
 	ck_assert_int_eq(count_fds(), before - nfds);
 	return err;
 }
@@ -433,6 +515,115 @@ START_TEST(test_consumer_refuses_odd_page_size)
 	w.page_size = 12345;
 	write_identity(fds[EVS_WELCOME_CTL_FD], RING, 1);
 	ck_assert_int_eq(connect_fake("pgsz", &w, fds, EVS_WELCOME_NFDS), EBADMSG);
+}
+END_TEST
+
+/* A producer hands a blocking eventfd: the consumer's reads of it never
+ * wait on the flag, so wait() returns after its timeout (it read()
+ * for ever in prepare_wait before). */
+START_TEST(test_consumer_wait_keeps_its_timeout_on_a_blocking_eventfd)
+{
+	const char *name = evs_test_name("blockefd");
+	struct evs_welcome w = welcome(RING);
+	int fds[EVS_WELCOME_NFDS];
+	struct evs_consumer *c;
+	pid_t pid;
+
+	fake_files(fds, RING, true);
+	write_identity(fds[EVS_WELCOME_CTL_FD], RING, 1);
+	pid = fake_producer(name, &w, sizeof(w), fds, EVS_WELCOME_NFDS);
+	for (int i = 0; i < EVS_WELCOME_NFDS; i++)
+		close(fds[i]);
+	c = evs_consumer__connect(name, 0, NULL);
+	ck_assert_msg(c, "connect: %s", evs_errmsg());
+	assert_wait_keeps_its_timeout(c);
+	evs_consumer__free(c);
+	reap_fake(name, pid);
+}
+END_TEST
+
+static int connect_named(void *name)
+{
+	struct evs_consumer *c = evs_consumer__connect(name, 0, NULL);
+	struct pollfd pfd;
+	int err;
+
+	if (!c)
+		return -errno;
+	/* the record there makes the fd readable */
+	pfd = (struct pollfd){ .fd = evs_consumer__fd(c), .events = POLLIN };
+	err = poll(&pfd, 1, 0) == 1 ? 0 : -ENODATA;
+	evs_consumer__free(c);
+	return err;
+}
+
+/* A producer hands a blocking eventfd whose counter is full, with a record
+ * pending and the wait word armed: the consumer takes its arm back and
+ * would kick the eventfd itself, and that write must not wait (connect
+ * never returned before). The full counter keeps the fd readable. */
+START_TEST(test_consumer_connect_does_not_wait_on_a_full_blocking_eventfd)
+{
+	const char *name = evs_test_name("fullefd");
+	struct evs_welcome w = welcome(RING);
+	int fds[EVS_WELCOME_NFDS];
+	uint64_t full = 0xfffffffffffffffeULL;
+	struct evs_shm_prod *prod;
+	struct evs_shm_cons *cons;
+	struct bounded r;
+	pid_t pid;
+
+	fake_files(fds, RING, true);
+	write_identity(fds[EVS_WELCOME_CTL_FD], RING, 1);
+	prod = mmap(NULL, EVS_CTL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    fds[EVS_WELCOME_CTL_FD], 0);
+	ck_assert_ptr_ne(prod, MAP_FAILED);
+	cons = mmap(NULL, EVS_CTL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    fds[EVS_WELCOME_CONS_FD], 0);
+	ck_assert_ptr_ne(cons, MAP_FAILED);
+	WRITE_ONCE(&prod->prod_pos, evs_record_len(0)); /* one empty record */
+	WRITE_ONCE(&cons->wait, EVS_WAIT_ARMED);
+	munmap(prod, EVS_CTL_PAGE);
+	munmap(cons, EVS_CTL_PAGE);
+	ck_assert_int_eq(write(fds[EVS_WELCOME_EVENT_FD], &full, sizeof(full)), (ssize_t)sizeof(full));
+	pid = fake_producer(name, &w, sizeof(w), fds, EVS_WELCOME_NFDS);
+	for (int i = 0; i < EVS_WELCOME_NFDS; i++)
+		close(fds[i]);
+	r = run_bounded(connect_named, (void *)name, 3);
+	ck_assert_msg(r.ret == 0, "connect: %s", strerror(-r.ret));
+	reap_fake(name, pid);
+}
+END_TEST
+
+/* What a producer hands as the stream's eventfd must be one: a pipe is
+ * refused at connect, and the message names what came. */
+START_TEST(test_consumer_refuses_a_pipe_for_its_eventfd)
+{
+	struct evs_welcome w = welcome(RING);
+	int p[2], fds[EVS_WELCOME_NFDS];
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	fake_files(fds, RING, true);
+	close(fds[EVS_WELCOME_EVENT_FD]);
+	fds[EVS_WELCOME_EVENT_FD] = p[0];
+	write_identity(fds[EVS_WELCOME_CTL_FD], RING, 1);
+	ck_assert_int_eq(connect_fake("pipeefd", &w, fds, EVS_WELCOME_NFDS), EPROTO);
+	ck_assert_msg(strstr(evs_errmsg(), "pipe:["), "message: %s", evs_errmsg());
+	close(p[1]);
+}
+END_TEST
+
+START_TEST(test_consumer_refuses_a_regular_file_for_its_eventfd)
+{
+	struct evs_welcome w = welcome(RING);
+	int fds[EVS_WELCOME_NFDS];
+
+	fake_files(fds, RING, true);
+	close(fds[EVS_WELCOME_EVENT_FD]);
+	fds[EVS_WELCOME_EVENT_FD] = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fds[EVS_WELCOME_EVENT_FD], 0);
+	write_identity(fds[EVS_WELCOME_CTL_FD], RING, 1);
+	ck_assert_int_eq(connect_fake("fileefd", &w, fds, EVS_WELCOME_NFDS), EPROTO);
+	ck_assert_msg(strstr(evs_errmsg(), "/tmp/"), "message: %s", evs_errmsg());
 }
 END_TEST
 
@@ -647,12 +838,19 @@ int main(void)
 	tcase_add_test(tc, test_consumer_record_never_extends_past_the_mapping);
 	tcase_add_test(tc, test_connect_rejects_bad_magic);
 	tcase_add_test(tc, test_connect_rejects_unaligned_consumer_position);
+	tcase_add_test(tc, test_consumer_wait_ignores_o_nonblock_cleared_by_another_holder);
 	suite_add_tcase(s, tc);
 
+	/* a call that hangs is ended by SIGALRM in a child after 3 s */
+	tcase_set_timeout(tf, 20);
 	tcase_add_test(tf, test_consumer_refuses_unsealed_files);
 	tcase_add_test(tf, test_consumer_refuses_ring_larger_than_its_file);
 	tcase_add_test(tf, test_consumer_refuses_bad_identity);
 	tcase_add_test(tf, test_consumer_refuses_odd_page_size);
+	tcase_add_test(tf, test_consumer_wait_keeps_its_timeout_on_a_blocking_eventfd);
+	tcase_add_test(tf, test_consumer_connect_does_not_wait_on_a_full_blocking_eventfd);
+	tcase_add_test(tf, test_consumer_refuses_a_pipe_for_its_eventfd);
+	tcase_add_test(tf, test_consumer_refuses_a_regular_file_for_its_eventfd);
 	tcase_add_test(tf, test_consumer_closes_surplus_fds_of_a_welcome);
 	tcase_add_test(tf, test_consumer_refuses_welcome_without_fds);
 	tcase_add_test(tf, test_consumer_maps_out_of_range_status_to_eproto);

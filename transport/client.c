@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* A consumer in another process: check the runtime directory and the
  * producer's socket and credentials, say hello, and receive the stream's
- * memfds and eventfd (handshake.h), all within one deadline. */
+ * memfds and eventfd (handshake.h), all within one deadline. What comes is
+ * checked before anything uses it: the welcome here, the memfds when they
+ * are mapped (attach.c). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include "layout.h"
 #include "membarrier.h"
 #include "rundir.h"
+#include "wakeup.h"
 
 static void close_fds(int *fds, int n)
 {
@@ -124,7 +127,7 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 {
 	struct sockaddr_un sa;
 	struct evs_rundir dir;
-	char file[EVS_RUNFILE_MAX];
+	char file[EVS_RUNFILE_MAX], what[128];
 	struct evs_hello h = { .magic = EVS_HELLO_MAGIC, .abi_major = EVS_ABI_MAJOR,
 			       .abi_minor = EVS_ABI_MINOR, .core = core,
 			       .flags = evs_membarrier_usable() ? EVS_HELLO_F_MEMBARRIER : 0 };
@@ -212,6 +215,18 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 	}
 	if (nfds != EVS_WELCOME_NFDS || w.core != core) {
 		err = evs_fail(EPROTO, "producer '%s' sent a malformed welcome", name);
+		goto err_close;
+	}
+	/* the wake path reads and writes it as an eventfd, never waiting
+	 * (wakeup.c); anything else is refused by name */
+	err = evs_efd_check(fds[EVS_WELCOME_EVENT_FD], what, sizeof(what));
+	if (err == -EPROTO) {
+		evs_fail(EPROTO, "producer '%s' sent %s as the stream's eventfd: refused, an eventfd "
+			 "was expected", name, what);
+		goto err_close;
+	} else if (err) {
+		evs_fail(-err, "producer '%s': checking the stream's eventfd through /proc/self/fd: %s "
+			 "(is /proc mounted?)", name, what);
 		goto err_close;
 	}
 	evs_rundir_close(&dir);

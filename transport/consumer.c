@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 
 #include "clock.h"
 #include "consumer.h"
 #include "membarrier.h"
 #include "stats.h"
+#include "wakeup.h"
 
 static int consumer_broken(struct evs_consumer *c)
 {
@@ -363,11 +363,12 @@ EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void
 
 /* Records are there while our word may be ARMED: take the word back, or
  * let the producer's kick stand; either way one kick is pending, so the fd
- * is readable while the records are there. */
+ * is readable while the records are there (a kick that finds the counter
+ * full is not made: it is readable already). */
 static void consumer_take_arm_back(struct evs_consumer *c)
 {
 	if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) == EVS_WAIT_ARMED)
-		eventfd_write(c->efd, 1);
+		evs_efd_kick(c->efd);
 	c->armed = false;
 	c->kick_pending = true;
 }
@@ -381,9 +382,7 @@ static void consumer_take_arm_back(struct evs_consumer *c)
  * was taken meanwhile (what we read may have been its kick). */
 static int consumer_drop_stale_kick(struct evs_consumer *c)
 {
-	uint64_t v;
-
-	if (eventfd_read(c->efd, &v) < 0)
+	if (!evs_efd_drain(c->efd))
 		return 0;
 	/* relaxed: the eventfd read (a system call) ordered it */
 	if (READ_ONCE(&c->cons->wait) == EVS_WAIT_ARMED)
@@ -400,12 +399,11 @@ static int consumer_drop_stale_kick(struct evs_consumer *c)
 static bool consumer_await_kick(struct evs_consumer *c)
 {
 	struct pollfd pfd = { .fd = c->efd, .events = POLLIN };
-	uint64_t v;
 
 	if (c->kick_awaited)
 		return false;
 	c->kick_awaited = true;
-	return poll(&pfd, 1, c->kick_landing_ms) == 1 && eventfd_read(c->efd, &v) == 0;
+	return poll(&pfd, 1, c->kick_landing_ms) == 1 && evs_efd_drain(c->efd);
 }
 
 /*
@@ -418,7 +416,6 @@ static bool consumer_await_kick(struct evs_consumer *c)
  */
 static int consumer_prepare_wait(struct evs_consumer *c)
 {
-	uint64_t v;
 	int err;
 
 	if (!c)
@@ -454,7 +451,7 @@ static int consumer_prepare_wait(struct evs_consumer *c)
 			continue;
 		}
 		if (c->kick_pending) {
-			if (eventfd_read(c->efd, &v) < 0 && !consumer_await_kick(c))
+			if (!evs_efd_drain(c->efd) && !consumer_await_kick(c))
 				return 0; /* not landed yet: poll will see it */
 			c->kick_pending = c->kick_awaited = false;
 			continue;
