@@ -22,6 +22,7 @@ import errno
 import os
 import select
 import struct
+import sys
 import threading
 import time
 import weakref
@@ -593,10 +594,23 @@ _UINTS = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 _FLOATS = {("e", 2): "float16", ("f", 4): "float32", ("d", 8): "float64", ("?", 1): "bool"}
 
 
+# struct format prefixes of the other byte order than the host's
+_OTHER_ORDER = ("<",) if sys.byteorder == "big" else (">", "!")
+
+
+def _check_byteorder(fmt):
+    """Refuse a buffer format in the other byte order than the host's,
+    whatever dtype= says: dtype= names the elements, it does not swap their
+    bytes, so such a buffer would arrive byte-swapped."""
+    if fmt and fmt[:1] in _OTHER_ORDER:
+        other, ours = ("little", "big") if sys.byteorder == "big" else ("big", "little")
+        raise TypeError("format '%s' is %s-endian; evstream tensors are %s-endian (the host's "
+                        "order): convert it first (a.astype(a.dtype.newbyteorder('=')))"
+                        % (fmt, other, ours))
+
+
 def _format_dtype(fmt, itemsize):
     f = fmt if fmt is not None else "B"
-    if f[:1] in (">", "!"):
-        raise TypeError("format '%s' is big-endian; evstream tensors are little-endian" % fmt)
     if f[:1] in ("@", "=", "<"):
         f = f[1:]
     if len(f) == 1:
@@ -711,6 +725,8 @@ class Producer:
             if view.ndim > _lib.MAX_DIMS:
                 raise ValueError("array of %d dimensions: allowed is 0 to %d"
                                  % (view.ndim, _lib.MAX_DIMS))
+            fmt = view.format.decode() if view.format else None
+            _check_byteorder(fmt)
             if dtype is not None:
                 known = _lib.dtype_size(dtype.encode())
                 if known and known != view.itemsize:
@@ -719,7 +735,6 @@ class Producer:
                 t.dtype = dtype.encode()
                 t.elem_size = view.itemsize
             else:
-                fmt = view.format.decode() if view.format else None
                 t.dtype = _format_dtype(fmt, view.itemsize).encode()
             t.ndim = view.ndim
             if view.ndim:

@@ -199,6 +199,26 @@ static PyObject *producer_emit(PyObject *o, PyObject *args, PyObject *kw)
 	return emit_result(r, core, "emit");
 }
 
+/* 0 when a buffer's struct format is in the host's byte order (no prefix,
+ * '@', '=', or the host's own '<' or '>'), else -1 with err saying why.
+ * Checked whatever dtype= says: dtype= names the elements, it does not swap
+ * their bytes, so a buffer in the other order would arrive byte-swapped. */
+static int format_byteorder(const char *fmt, char *err, size_t len)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	const bool other = fmt && *fmt == '<';
+	const char *what = "little-endian", *ours = "big-endian";
+#else
+	const bool other = fmt && (*fmt == '>' || *fmt == '!');
+	const char *what = "big-endian", *ours = "little-endian";
+#endif
+	if (!other)
+		return 0;
+	snprintf(err, len, "format '%s' is %s; evstream tensors are %s (the host's order): "
+		 "convert it first (a.astype(a.dtype.newbyteorder('=')))", fmt, what, ours);
+	return -1;
+}
+
 /* The evstream dtype of a buffer's struct format, or NULL (err says why). */
 static const char *format_dtype(const char *fmt, Py_ssize_t itemsize, char *err, size_t len)
 {
@@ -206,10 +226,6 @@ static const char *format_dtype(const char *fmt, Py_ssize_t itemsize, char *err,
 	static const char *uints[] = { NULL, "uint8", "uint16", NULL, "uint32", NULL, NULL, NULL, "uint64" };
 	const char *f = fmt ? fmt : "B";
 
-	if (*f == '>' || *f == '!') {
-		snprintf(err, len, "format '%s' is big-endian; evstream tensors are little-endian", fmt);
-		return NULL;
-	}
 	if (*f == '@' || *f == '=' || *f == '<')
 		f++;
 	if (f[0] && !f[1] && itemsize > 0 && itemsize <= 8) {
@@ -290,6 +306,10 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *args, PyObject *kw)
 	if (b.ndim > (int)EVS_TENSOR_MAX_DIMS) {
 		PyErr_Format(PyExc_ValueError, "array of %d dimensions: allowed is 0 to %u", b.ndim,
 			     EVS_TENSOR_MAX_DIMS);
+		goto fail;
+	}
+	if (format_byteorder(b.format, err, sizeof(err))) {
+		PyErr_SetString(PyExc_TypeError, err);
 		goto fail;
 	}
 	if (dtype) {

@@ -143,6 +143,28 @@ def test_refusals_name_the_value(producer):
         evstream.Producer(None, 1, ring_bytes=1)
 
 
+def test_non_native_byte_order_is_refused_whatever_dtype_says(producer, name):
+    # dtype= names the elements, it does not swap their bytes: a big-endian
+    # buffer would arrive byte-swapped, so it is refused, named, and nothing is sent
+    s = evstream.connect(name, 0)
+    be16 = (ctypes.c_uint16.__ctype_be__ * 2)(1, 2)            # a ctypes '>H' buffer
+    cases = [(np.arange(3, dtype=">f4"), "float32"), (np.arange(3, dtype=">f4"), None),
+             (np.array([16256, 49184], dtype=">u2"), "bfloat16"),
+             (np.arange(3, dtype=">i4"), "myint"), (be16, "bfloat16"), (be16, None)]
+    for a, dtype in cases:
+        with pytest.raises(TypeError, match=r"format '>.*' is big-endian; evstream tensors are "
+                                            r"little-endian"):
+            producer.emit_tensor(0, "be", a, dtype=dtype)
+    assert s.read(0) is None and producer.stats(0).produced == 0
+    # native order, however spelled, goes
+    for a in (np.arange(3, dtype="<f4"), np.arange(3, dtype="=f4"),
+              memoryview(np.arange(3, dtype="<f4").tobytes()).cast("f")):
+        assert producer.emit_tensor(0, "le", a, dtype="float32")
+        with s.read(5) as ev:
+            assert ev.array().tolist() == [0.0, 1.0, 2.0]
+    s.close()
+
+
 def test_bad_environment_is_named(monkeypatch):
     monkeypatch.setenv("EVSTREAM_RING_BYTES", "abc")
     with pytest.raises(OSError, match="EVSTREAM_RING_BYTES='abc' is not a number"):
