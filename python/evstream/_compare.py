@@ -79,11 +79,12 @@ def pair_up(a, b, cores):
         if cores is not None and core not in cores:
             continue
         la, lb = a.get(core, []), b.get(core, [])
-        seen = {}
-        for t in la + lb:
-            key = (t.dump, t.prefix)
-            t.nth = seen.get(key, 0)
-            seen[key] = t.nth + 1
+        # occurrences are counted per side: A and B may be the same path
+        for side in (la, lb):
+            seen = {}
+            for t in side:
+                t.nth = seen.get(t.prefix, 0)
+                seen[t.prefix] = t.nth + 1
         ib = {(t.prefix, t.nth): t for t in lb}
         for t in la:
             u = ib.pop((t.prefix, t.nth), None)

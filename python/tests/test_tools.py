@@ -54,6 +54,17 @@ def test_identical_dumps_match(tmp_path):
     assert "all 4 tensors match" in out and "first divergence" not in out
 
 
+def test_a_dump_against_itself_by_the_same_path(tmp_path):
+    # the same directory twice (A and B are read apart: each side counts the
+    # occurrences of its prefixes), repeated prefixes included
+    t = model() + [(0, "embed", "float32", np.ones((2, 2), np.float32))]
+    write_dump(tmp_path / "a", t)
+    for other in (tmp_path / "a", "%s/./a" % tmp_path):
+        rc, out, err = compare(tmp_path / "a", other)
+        assert rc == 0, out + err
+        assert "all 5 tensors match" in out
+
+
 def test_the_first_divergence_is_reported_with_its_worst_element(tmp_path):
     a = model()
     b = model()
