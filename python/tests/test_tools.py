@@ -172,6 +172,44 @@ def test_bad_input_is_named_exit_2(tmp_path):
     assert rc == 2 and "--atol -1.0: allowed is a number >= 0" in err
 
 
+def test_unreadable_index_and_files_are_named_exit_2(tmp_path):
+    # bad bytes in the index, lines that are not objects, and files that are
+    # not NumPy arrays of numbers: exit 2 with the file named, never a traceback
+    write_dump(tmp_path / "a", model())
+
+    def broken(tag, change):
+        d = tmp_path / tag
+        write_dump(d, model())
+        change(d)
+        rc, out, err = compare(tmp_path / "a", d)
+        assert rc == 2 and "Traceback" not in err, (tag, out, err)
+        return err
+
+    def index_line(d, text):
+        with open(d / "index.jsonl", "ab") as f:
+            f.write(text)
+
+    err = broken("utf8", lambda d: index_line(d, b'{"kind": "print", "prefix": "\xff"}\n'))
+    assert "utf8/index.jsonl line 7: not an index line" in err and "UTF-8" in err
+    err = broken("list", lambda d: index_line(d, b"[1, 2]\n"))
+    assert "list/index.jsonl line 7: not an index line (a JSON array, not an object)" in err
+    npy = "c0/000000000000.npy"
+    err = broken("str", lambda d: np.save(d / npy, np.full((4, 8), "x")))
+    assert "str/%s: core 0 seq 0 'embed': the file holds <U1 elements, not numbers" % npy in err
+    def npz(d):
+        with open(d / npy, "wb") as f:          # np.savez(path) would add .npz to the name
+            np.savez(f, np.zeros((4, 8), np.float32))
+
+    err = broken("npz", npz)
+    assert "npz/%s: core 0 seq 0 'embed': not a NumPy array file we can read: a .npz " \
+        "archive, not a .npy file" % npy in err
+    err = broken("junk", lambda d: (d / npy).write_bytes(b"garbage, not an array"))
+    assert "junk/%s: core 0 seq 0 'embed': not a NumPy array file we can read: it does not " \
+        "start as a .npy file does (b'garbag')" % npy in err and "pickled" not in err
+    err = broken("short", lambda d: (d / npy).write_bytes((d / npy).read_bytes()[:-8]))
+    assert "short/%s: core 0 seq 0 'embed': not a NumPy array file we can read: " % npy in err
+
+
 def demo_dump(procs, out, seed, extra=()):
     name = unique("cmp")
     demo = procs.start([tool("evs-demo"), "--name", name, "--cores", "2", "--events", "150",
