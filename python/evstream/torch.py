@@ -12,7 +12,10 @@ and shape the tensor's, and its bytes the tensor's elements in C order:
 a CPU tensor is read in place through its strides (non-contiguous ones
 are gathered into the ring by the library, without a copy in Python); a
 tensor on another device is copied to the CPU first. bfloat16 travels
-as its bits (a uint16 view), named bfloat16. A dtype evstream has no name
+as its bits (a uint16 view), named bfloat16.
+``evstream.torch.tensor(ev)`` is the consumer's side: a tensor viewing an
+event's data in the ring that holds its record (torch.from_numpy of
+ev.array()). A dtype evstream has no name
 for (complex64, complex128, complex32) travels as opaque elements of its
 size, named as torch names it (``complex64``: NumPy reads ``|V8``).
 A debug hook never breaks the model: an output that cannot be sent at all
@@ -76,6 +79,40 @@ def emit_tensor(producer, core, prefix, t, pipe=0):
     a, name = _cpu_array(t, prefix)
     # .numpy() shares the tensor's memory, strides included
     return producer.emit_tensor(core, prefix, a, pipe, dtype=name)
+
+
+# how opaque elements torch knows are viewed for torch.from_numpy
+_OPAQUE = {("complex64", 8): "complex64", ("complex128", 16): "complex128"}
+
+
+def tensor(ev):
+    """A torch tensor of ev's data, viewing the ring (no copy): shaped and
+    typed as the event (bfloat16 as torch.bfloat16, complex64/complex128 sent
+    opaquely as themselves, raw and bad events as their uint8 bytes).
+
+    Like ev.array(), of which it is torch.from_numpy(), it holds the
+    record for as long as it (or any view of it) lives, so it never reads
+    ring memory the producer reuses. It is read-only memory that torch does
+    not know to be so: an in-place operation on it crashes the process
+    (SIGSEGV); .clone() it to change it. (torch.frombuffer(ev.data) does
+    not hold the record: torch releases the buffer at once.)"""
+    import warnings
+    a = ev.array()
+    as_torch = None
+    if ev.dtype == "bfloat16":
+        a, as_torch = a.view("<i2"), _torch.bfloat16
+    elif a.dtype.kind == "V" and (ev.dtype, ev.elem_size) in _OPAQUE:
+        a = a.view(_OPAQUE[(ev.dtype, ev.elem_size)])
+    with warnings.catch_warnings():
+        # "The given NumPy array is not writable": said in the docstring
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        try:
+            t = _torch.from_numpy(a)
+        except TypeError as e:
+            raise TypeError("%s: torch has no dtype for %s elements (%s): use ev.array()"
+                            % (ev.prefix if ev.prefix else "seq %d" % ev.seq,
+                               ev.dtype or a.dtype, e)) from None
+    return t.view(as_torch) if as_torch is not None else t
 
 
 def _walk(prefix, out, emit):

@@ -172,3 +172,37 @@ def test_watch_checks_its_arguments(name):
         assert not model._forward_hooks                  # nothing was registered
     with pytest.raises(ValueError, match="closed"):
         evs_torch.watch(model, p)
+
+
+def test_tensor_of_an_event_views_the_ring_and_holds_its_record(name):
+    import gc
+    f32 = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    bf = torch.tensor([1.0, -2.5, 3.140625], dtype=torch.bfloat16)
+    c = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64)
+    with evstream.Producer(name, 1, ring_bytes=1 << 20) as p:
+        s = evstream.connect(name, 0)
+        for prefix, t in (("f32", f32.t()), ("bf", bf), ("c", c)):
+            assert evs_torch.emit_tensor(p, 0, prefix, t)
+            ev = s.read(5)
+            got = evs_torch.tensor(ev)
+            ev.release()
+            assert ev.held and s.held == 1           # the tensor holds the record
+            assert got.dtype == t.dtype and torch.equal(got, t.contiguous()), prefix
+            while p.emit(0, 9, b"x" * 4096):        # the ring fills; the held bytes stay
+                pass
+            assert torch.equal(got, t.contiguous()), prefix
+            del got
+            gc.collect()
+            assert not ev.held and s.held == 0, prefix
+            while (e := s.read(0)) is not None:
+                e.release()
+        assert p.emit(0, 9, b"raw")
+        with s.read(5) as ev:
+            assert evs_torch.tensor(ev).tolist() == list(b"raw")   # raw: its bytes
+        with pytest.raises(evstream.LeaseError):
+            evs_torch.tensor(ev)
+        assert p.emit_tensor(0, "u16", np.arange(3, dtype=np.uint16))
+        with s.read(5) as ev:
+            with pytest.raises(TypeError, match="u16.*uint16.*ev.array()"):
+                evs_torch.tensor(ev)
+        s.close()
