@@ -116,13 +116,14 @@ class DetachedEvent:
     and methods, its data in memory of its own, with no lease."""
 
     __slots__ = ("seq", "timestamp_ns", "type", "core", "gap", "kind", "pipe",
-                 "prefix", "dtype", "elem_size", "shape", "logical_nc_id", "_bytes")
+                 "prefix", "dtype", "elem_size", "shape", "logical_nc_id", "payload_size",
+                 "_bytes")
 
     released = False
     held = False
 
     def __init__(self, seq, timestamp_ns, type, core, gap, kind, pipe, prefix, dtype,
-                 elem_size, shape, logical_nc_id, data):
+                 elem_size, shape, logical_nc_id, data, payload_size):
         self.seq = seq
         self.timestamp_ns = timestamp_ns
         self.type = type
@@ -135,6 +136,7 @@ class DetachedEvent:
         self.elem_size = elem_size
         self.shape = shape
         self.logical_nc_id = logical_nc_id
+        self.payload_size = payload_size    # bytes of the whole payload, as the event's
         self._bytes = data
 
     @property

@@ -272,7 +272,7 @@ class Event:
         data = ctypes.string_at(slot.addr + self._off, self.nbytes)
         return _h["detached"](self.seq, self.timestamp_ns, self.type, self.core, self.gap,
                               self.kind, self.pipe, self.prefix, self.dtype, self.elem_size,
-                              self.shape, self.logical_nc_id, data)
+                              self.shape, self.logical_nc_id, data, self.payload_size)
 
     def release(self):
         self._slot.end()

@@ -538,7 +538,7 @@ static PyObject *ev_copy(PyObject *self, PyObject *unused)
 		Py_DECREF(data);
 		return NULL;
 	}
-	res = PyObject_CallFunction(evspy.detached, "KKIIKsNOONONN", (unsigned long long)ev->hdr.seq,
+	res = PyObject_CallFunction(evspy.detached, "KKIIKsNOONONNK", (unsigned long long)ev->hdr.seq,
 				    (unsigned long long)ev->hdr.timestamp_ns, ev->hdr.type,
 				    ev->stream->core, (unsigned long long)ev->gap, kind_names[ev->kind],
 				    ev_has_tensor_fields(ev) ? PyLong_FromUnsignedLong(ev->pipe)
@@ -549,7 +549,7 @@ static PyObject *ev_copy(PyObject *self, PyObject *unused)
 				    shape,
 				    ev_has_tensor_fields(ev) ? PyLong_FromUnsignedLong(ev->nc)
 							     : Py_NewRef(Py_None),
-				    data);
+				    data, (unsigned long long)ev->hdr.data_size);
 	Py_DECREF(shape);
 	return res;
 }
