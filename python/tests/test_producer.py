@@ -94,6 +94,26 @@ def test_bfloat16_and_other_dtypes_numpy_lacks(producer, name):
     s.close()
 
 
+def test_bfloat16_argument_on_empty_tensors_as_on_others(producer, name):
+    # an empty tensor is checked and converted like one with elements
+    s = evstream.connect(name, 0)
+    for n in (0, 3):
+        assert producer.emit_tensor(0, "bf", np.zeros((2, n), np.uint16), dtype="bfloat16")
+        with s.read(5) as ev:
+            a = ev.array(bfloat16="float32")
+            assert (a.dtype, a.shape) == (np.float32, (2, n)), n
+            assert (ev.array().dtype, ev.array().shape) == (np.uint16, (2, n))
+            with pytest.raises(ValueError, match="allowed is None"):
+                ev.array(bfloat16="float64")
+        assert producer.emit_tensor(0, "f", np.zeros((2, n), np.float32))
+        with s.read(5) as ev:
+            with pytest.raises(ValueError, match="this tensor is float32, not bfloat16"):
+                ev.array(bfloat16="float32")
+            with pytest.raises(ValueError, match="this tensor is float32, not bfloat16"):
+                ev.copy().array(bfloat16="float32")
+    s.close()
+
+
 def test_shapes_at_the_limits(producer, name):
     s = evstream.connect(name, 0)
     eight = np.zeros((1, 2, 1, 2, 1, 2, 1, 2), np.int8)
