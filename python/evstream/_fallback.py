@@ -19,6 +19,7 @@ Python's means:
 import collections
 import ctypes
 import errno
+import operator
 import os
 import select
 import struct
@@ -68,8 +69,32 @@ def _stats(st):
                        st.producer_closed, st.core, st.producer_died)
 
 
+# Arguments are converted as the native extension's are, with the same
+# exception types: an int is anything with __index__ (not a float, not a
+# str: TypeError); seconds anything with __float__ or __index__.
+_index = operator.index
+
+
+def _real(x):
+    """float(x) for a real number (as PyFloat_AsDouble takes it), else TypeError."""
+    if isinstance(x, float):
+        return x
+    t = type(x)
+    if not (hasattr(t, "__float__") or hasattr(t, "__index__")):
+        raise TypeError("must be real number, not %s" % t.__name__)
+    return float(x)
+
+
+def _path(runtime_dir):
+    if runtime_dir is None:
+        return None
+    if not isinstance(runtime_dir, str):
+        raise TypeError("runtime_dir %r: allowed is None or a str (a directory)" % (runtime_dir,))
+    return runtime_dir.encode() or None
+
+
 def _parse_core(core):
-    core = int(core) if not isinstance(core, int) else core
+    core = _index(core)
     if core < 0 or core > 4095:
         raise ValueError("core %r: allowed is 0 to 4095" % (core,))
     return core
@@ -78,7 +103,7 @@ def _parse_core(core):
 def _parse_timeout(timeout, default):
     if timeout is None:
         return default
-    t = float(timeout)
+    t = _real(timeout)
     if not t >= 0:
         raise ValueError("timeout %r: allowed is None or seconds >= 0" % (timeout,))
     return t
@@ -503,7 +528,7 @@ class Stream:
         raise self._full()
 
     def read_batch(self, n, timeout=0):
-        n = int(n)
+        n = _index(n)
         if n < 1:
             raise ValueError("read_batch(%d): allowed is n >= 1" % n)
         timeout = _parse_timeout(timeout, 0)
@@ -566,7 +591,7 @@ def _open(producer, core, timeout, runtime_dir):
     deadline = time.monotonic() + timeout
     ms = int(timeout * 1000)
     opts = _lib.ConsumerOpts(sz=ctypes.sizeof(_lib.ConsumerOpts),
-                             runtime_dir=runtime_dir.encode() if runtime_dir else None,
+                             runtime_dir=_path(runtime_dir),
                              timeout_ms=ms if ms > 0 else 0)
     while True:
         c = _lib.consumer_connect(cname, core, ctypes.byref(opts))
@@ -636,18 +661,24 @@ class Producer:
         self._p = None
         if name is not None and not isinstance(name, str):
             raise TypeError("name %r: allowed is None or a str" % (name,))
-        ncores = int(ncores)
+        ncores = _index(ncores)
+        ring_bytes = _index(ring_bytes)
+        max_events = _index(max_events)
         if not 1 <= ncores <= 4096:
             raise ValueError("ncores %d: allowed is 1 to 4096" % ncores)
-        if hugepages not in _lib.HUGEPAGES:
+        if not (hugepages is None or isinstance(hugepages, str)) or \
+                hugepages not in _lib.HUGEPAGES:
             raise ValueError("hugepages %r: allowed is None, 'auto', 'on' or 'off'" % (hugepages,))
-        if allow_gid is not None and int(allow_gid) < 0:
-            raise ValueError("allow_gid %r: allowed is None or a group id >= 0" % (allow_gid,))
-        opts = _lib.ProducerOpts(sz=ctypes.sizeof(_lib.ProducerOpts), ring_bytes=int(ring_bytes),
-                                 max_events=int(max_events), hugepages=_lib.HUGEPAGES[hugepages],
+        if allow_gid is not None:
+            allow_gid = _index(allow_gid)
+            if allow_gid < 0:
+                raise ValueError("allow_gid %r: allowed is None or a group id >= 0"
+                                 % (allow_gid,))
+        opts = _lib.ProducerOpts(sz=ctypes.sizeof(_lib.ProducerOpts), ring_bytes=ring_bytes,
+                                 max_events=max_events, hugepages=_lib.HUGEPAGES[hugepages],
                                  allow_group=1 if allow_gid is not None else 0,
-                                 allow_gid=int(allow_gid or 0),
-                                 runtime_dir=runtime_dir.encode() if runtime_dir else None,
+                                 allow_gid=allow_gid or 0,
+                                 runtime_dir=_path(runtime_dir),
                                  no_timestamps=1 if no_timestamps else 0)
         p = _lib.producer_new(name.encode() if name is not None else None, ncores,
                               ctypes.byref(opts))
@@ -670,7 +701,7 @@ class Producer:
         return self._p
 
     def _core(self, core):
-        c = int(core) if not isinstance(core, int) else core
+        c = _index(core)
         if not 0 <= c < self._ncores:
             raise ValueError("core %r: producer %r has cores 0 to %d"
                              % (core, self._name, self._ncores - 1))
@@ -684,6 +715,7 @@ class Producer:
         raise _oserror(r, "%s on core %d of producer" % (what, core))
 
     def emit(self, core, type, data):
+        type = _index(type)
         p = self._check()
         core = self._core(core)
         if not 0 < type <= 0xFFFFFFFF:
@@ -699,6 +731,7 @@ class Producer:
         return self._result(r, core, "emit")
 
     def emit_tensor(self, core, prefix, array=None, pipe=0, dtype=None):
+        pipe = _index(pipe)
         p = self._check()
         core = self._core(core)
         if pipe not in (0, 1, 2):
@@ -765,6 +798,7 @@ class Producer:
         return _stats(st)
 
     def wait_connected(self, cores=None, timeout=10.0):
+        timeout = _real(timeout)
         self._check()
         if cores is None:
             cores = range(self._ncores)
@@ -890,6 +924,8 @@ class Subscription:
         s.finished.wait()
 
     def join(self, timeout=None):
+        if timeout is not None:
+            timeout = _real(timeout)
         s = self._s
         if threading.current_thread() is s.thread:
             raise RuntimeError("join() from inside the subscription's callback")
@@ -938,11 +974,12 @@ class Subscription:
 
 
 def subscribe(core, fn, producer=None, timeout=2.0, runtime_dir=None):
+    timeout = _real(timeout)
     core = _parse_core(core)
     if not callable(fn):
         raise TypeError("fn %r is not callable" % (fn,))
-    if timeout < 0:
-        raise ValueError("timeout %f: allowed is seconds >= 0" % timeout)
+    if not timeout >= 0:
+        raise ValueError("timeout %r: allowed is seconds >= 0" % (timeout,))
     if _exiting:
         raise RuntimeError("subscribe: the interpreter is exiting")
     c, core, name, keep = _open(producer, core, float(timeout), runtime_dir)
@@ -997,14 +1034,20 @@ def tensor_parse(payload):
 
 def nrt_connect(core):
     fd = ctypes.c_int(-1)
-    st = _lib.nrt_connect(int(core), ctypes.byref(fd))
+    core = _index(core)
+    if not -2**31 <= core < 2**31:
+        raise OverflowError("core %d does not fit the reference API's int" % core)
+    st = _lib.nrt_connect(core, ctypes.byref(fd))
     return st, fd.value
 
 
 def nrt_read_one_event(fd):
     h = _lib.EventHeader()
     payload = ctypes.c_void_p()
-    st = _lib.nrt_read_one_event(int(fd), ctypes.byref(h), ctypes.byref(payload))
+    fd = _index(fd)
+    if not -2**31 <= fd < 2**31:
+        return 3, None, None  # NRT_INVALID_HANDLE, as the native one says
+    st = _lib.nrt_read_one_event(fd, ctypes.byref(h), ctypes.byref(payload))
     if st != 0:
         return st, None, None
     try:
@@ -1015,4 +1058,6 @@ def nrt_read_one_event(fd):
 
 
 def nrt_close(fd):
-    _lib.nrt_close(int(fd))
+    fd = _index(fd)
+    if -2**31 <= fd < 2**31:
+        _lib.nrt_close(fd)

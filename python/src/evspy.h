@@ -105,6 +105,20 @@ static inline const char *evspy_utf8(PyObject *o)
 	return PyUnicode_AsUTF8AndSize(o, NULL);
 }
 
+/* runtime_dir=: None (NULL: the default) or a str; else TypeError. -1 raised */
+static inline int evspy_runtime_dir(PyObject *o, const char **dir)
+{
+	*dir = NULL;
+	if (!o || o == Py_None)
+		return 0;
+	if (!PyUnicode_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "runtime_dir %R: allowed is None or a str (a directory)", o);
+		return -1;
+	}
+	*dir = evspy_utf8(o);
+	return *dir ? 0 : -1;
+}
+
 /* A str of UTF-8 text from the library (bad bytes replaced) */
 static inline PyObject *evspy_str(const char *s)
 {

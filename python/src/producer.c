@@ -92,11 +92,8 @@ static PyObject *producer_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 			return NULL;
 		}
 	}
-	if (rdir != Py_None) {
-		crdir = evspy_utf8(rdir);
-		if (!crdir)
-			return NULL;
-	}
+	if (evspy_runtime_dir(rdir, &crdir))
+		return NULL;
 	if (gid != Py_None) {
 		gid_v = PyLong_AsLong(gid);
 		if (gid_v == -1 && PyErr_Occurred())

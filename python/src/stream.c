@@ -1123,11 +1123,8 @@ StreamObject *evspy_stream_open(PyObject *producer, unsigned int core, double ti
 	double deadline = evspy_now() + timeout;
 	int err = 0;
 
-	if (runtime_dir && runtime_dir != Py_None) {
-		rdir = evspy_utf8(runtime_dir);
-		if (!rdir)
-			return NULL;
-	}
+	if (evspy_runtime_dir(runtime_dir, &rdir))
+		return NULL;
 	if (producer_name(producer, &name, &keep, &name_obj))
 		return NULL;
 	for (;;) {

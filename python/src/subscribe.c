@@ -299,7 +299,7 @@ static void *sub_main(void *arg)
 PyObject *evspy_subscribe(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "core", "fn", "producer", "timeout", "runtime_dir", NULL };
-	PyObject *core_o, *fn, *producer = Py_None, *rdir = Py_None;
+	PyObject *core_o, *fn, *producer = Py_None, *rdir = Py_None, *to = NULL;
 	double timeout = 2.0;
 	unsigned int core;
 	SubscriptionObject *obj;
@@ -309,17 +309,22 @@ PyObject *evspy_subscribe(PyObject *self, PyObject *args, PyObject *kw)
 	int err;
 
 	(void)self;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OdO:subscribe", kwlist, &core_o, &fn, &producer,
-					 &timeout, &rdir))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOO:subscribe", kwlist, &core_o, &fn, &producer,
+					 &to, &rdir))
 		return NULL;
+	if (to) {
+		timeout = PyFloat_AsDouble(to);
+		if (timeout == -1.0 && PyErr_Occurred())
+			return NULL;
+	}
 	if (evspy_parse_core(core_o, &core))
 		return NULL;
 	if (!PyCallable_Check(fn)) {
 		PyErr_Format(PyExc_TypeError, "fn %R is not callable", fn);
 		return NULL;
 	}
-	if (timeout < 0) {
-		PyErr_Format(PyExc_ValueError, "timeout %f: allowed is seconds >= 0", timeout);
+	if (!(timeout >= 0)) {
+		PyErr_Format(PyExc_ValueError, "timeout %R: allowed is seconds >= 0", to);
 		return NULL;
 	}
 	pthread_mutex_lock(&reg_mu);
