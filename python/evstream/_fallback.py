@@ -650,6 +650,12 @@ def _format_dtype(fmt, itemsize):
                     % (fmt if fmt is not None else "B", itemsize))
 
 
+_RING_BYTES_RANGE = ("allowed is 0 (the default) or a byte count from 4096 to half of this "
+                     "machine's memory")
+_MAX_EVENTS_RANGE = ("allowed is 0 (the default) or a count from 1 to 4294967296 (at most this "
+                     "machine's memory / 128)")
+
+
 class Producer:
     """Producer(name=None, ncores=1, *, ring_bytes=0, max_events=0,
     hugepages=None, runtime_dir=None, no_timestamps=False, allow_gid=None)"""
@@ -666,14 +672,20 @@ class Producer:
         max_events = _index(max_events)
         if not 1 <= ncores <= 4096:
             raise ValueError("ncores %d: allowed is 1 to 4096" % ncores)
+        # sizes named as given, with their range (a size the library
+        # refuses it names itself, with this machine's bounds)
+        if not 0 <= ring_bytes < 2**64:
+            raise ValueError("ring_bytes %d: %s" % (ring_bytes, _RING_BYTES_RANGE))
+        if not 0 <= max_events < 2**64:
+            raise ValueError("max_events %d: %s" % (max_events, _MAX_EVENTS_RANGE))
         if not (hugepages is None or isinstance(hugepages, str)) or \
                 hugepages not in _lib.HUGEPAGES:
             raise ValueError("hugepages %r: allowed is None, 'auto', 'on' or 'off'" % (hugepages,))
         if allow_gid is not None:
             allow_gid = _index(allow_gid)
-            if allow_gid < 0:
-                raise ValueError("allow_gid %r: allowed is None or a group id >= 0"
-                                 % (allow_gid,))
+            if not 0 <= allow_gid <= 2**32 - 2:      # a gid_t; (gid_t)-1 means none
+                raise ValueError("allow_gid %r: allowed is None or a group id from 0 to %d"
+                                 % (allow_gid, 2**32 - 2))
         opts = _lib.ProducerOpts(sz=ctypes.sizeof(_lib.ProducerOpts), ring_bytes=ring_bytes,
                                  max_events=max_events, hugepages=_lib.HUGEPAGES[hugepages],
                                  allow_group=1 if allow_gid is not None else 0,
@@ -974,12 +986,12 @@ class Subscription:
 
 
 def subscribe(core, fn, producer=None, timeout=2.0, runtime_dir=None):
-    timeout = _real(timeout)
+    given, timeout = timeout, _real(timeout)
     core = _parse_core(core)
     if not callable(fn):
         raise TypeError("fn %r is not callable" % (fn,))
     if not timeout >= 0:
-        raise ValueError("timeout %r: allowed is seconds >= 0" % (timeout,))
+        raise ValueError("timeout %r: allowed is seconds >= 0" % (given,))
     if _exiting:
         raise RuntimeError("subscribe: the interpreter is exiting")
     c, core, name, keep = _open(producer, core, float(timeout), runtime_dir)

@@ -843,15 +843,18 @@ static PyObject *stream_read_batch(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "n", "timeout", NULL };
 	StreamObject *s = (StreamObject *)self;
-	PyObject *to = Py_None, *list, *ev;
+	PyObject *n_o, *to = Py_None, *list, *ev;
 	Py_ssize_t n;
 	double timeout;
 	int err, r;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "n|O:read_batch", kwlist, &n, &to))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:read_batch", kwlist, &n_o, &to))
+		return NULL;
+	n = PyNumber_AsSsize_t(n_o, NULL); /* an int; past Py_ssize_t: clamped */
+	if (n == -1 && PyErr_Occurred())
 		return NULL;
 	if (n < 1) {
-		PyErr_Format(PyExc_ValueError, "read_batch(%zd): allowed is n >= 1", n);
+		PyErr_Format(PyExc_ValueError, "read_batch(%R): allowed is n >= 1", n_o);
 		return NULL;
 	}
 	timeout = parse_timeout(to, 0, &err);
@@ -1206,11 +1209,12 @@ fail:
 
 int evspy_parse_core(PyObject *o, unsigned int *core)
 {
-	long v = PyLong_AsLong(o);
+	unsigned long long v;
+	int r = evspy_int_in(o, 0, 4095, &v);
 
-	if (v == -1 && PyErr_Occurred())
+	if (r < 0)
 		return -1;
-	if (v < 0 || v > 4095) {
+	if (r > 0) {
 		PyErr_Format(PyExc_ValueError, "core %R: allowed is 0 to 4095", o);
 		return -1;
 	}

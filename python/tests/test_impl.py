@@ -59,6 +59,18 @@ def test_the_library_not_found_names_where_it_was_looked_for(tmp_path):
         tmp_path / "nope.so") in r.stderr
 
 
+def test_a_library_that_is_not_libevstream_is_named():
+    # a shared object of something else (here one of Python's own)
+    import _ctypes
+    other = _ctypes.__file__
+    r = run_python("import evstream", EVSTREAM_PY_IMPL="fallback", EVSTREAM_LIBRARY=other)
+    assert r.returncode != 0
+    err = r.stderr.strip().splitlines()[-1]
+    assert err.startswith("ImportError: cannot load libevstream.so.1; tried: %s (EVSTREAM_LIBRARY: "
+                          "not libevstream: it has no evs_producer__new)" % other), r.stderr
+    assert "AttributeError" not in r.stderr and "undefined symbol" not in r.stderr
+
+
 @pytest.mark.skipif(not (BUILD / "python" / "evstream" / "_native.abi3.so").exists(),
                     reason="the native extension is not built")
 def test_both_implementations_agree_on_the_library():
