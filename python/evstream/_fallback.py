@@ -531,7 +531,8 @@ class Stream:
         n = _index(n)
         if n < 1:
             raise ValueError("read_batch(%d): allowed is n >= 1" % n)
-        timeout = _parse_timeout(timeout, 0)
+        # None: for as long as it takes, as read()
+        timeout = _parse_timeout(timeout, -1)
         out = []
         while len(out) < n:
             code, ev = self._next(0 if out else timeout)

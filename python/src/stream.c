@@ -843,7 +843,7 @@ static PyObject *stream_read_batch(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "n", "timeout", NULL };
 	StreamObject *s = (StreamObject *)self;
-	PyObject *n_o, *to = Py_None, *list, *ev;
+	PyObject *n_o, *to = NULL, *list, *ev;
 	Py_ssize_t n;
 	double timeout;
 	int err, r;
@@ -857,8 +857,9 @@ static PyObject *stream_read_batch(PyObject *self, PyObject *args, PyObject *kw)
 		PyErr_Format(PyExc_ValueError, "read_batch(%R): allowed is n >= 1", n_o);
 		return NULL;
 	}
-	timeout = parse_timeout(to, 0, &err);
-	if (err)
+	/* not given: 0 (what is there); None: for as long as it takes, as read() */
+	timeout = to ? parse_timeout(to, -1, &err) : 0;
+	if (to && err)
 		return NULL;
 	list = PyList_New(0);
 	if (!list)

@@ -132,6 +132,22 @@ def test_read_batch(producer, name):
             s.read_batch(0)
 
 
+def test_a_timeout_of_none_waits_for_read_and_read_batch_alike(producer, name):
+    # None: for as long as it takes, in read() as in read_batch(); the
+    # default of read_batch stays 0 (what is there)
+    with evstream.connect(name, 0) as s:
+        assert s.read_batch(4) == [] and s.read_batch(4, 0) == []
+        for read in (lambda: s.read(None), lambda: s.read_batch(3, timeout=None)):
+            t = threading.Timer(0.2, producer.emit, (0, 2, b"late"))
+            t.start()
+            got = read()
+            t.join()
+            ev = got[0] if isinstance(got, list) else got
+            assert bytes(ev.data) == b"late"
+            ev.release()
+            del got, ev
+
+
 def test_fileno_with_select(producer, name):
     with evstream.connect(name, 0) as s:
         assert s.read(0) is None  # empty: arms the wakeup
