@@ -33,17 +33,22 @@ def main(argv=None):
         print(USAGE)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    if cmd == "tail":
-        from evstream._tail import main as run
-    elif cmd == "compare":
-        from evstream._compare import main as run
-    elif cmd == "info":
-        return info()
-    else:
-        print("python3 -m evstream: unknown command %r: allowed are tail, compare, info\n%s"
-              % (cmd, USAGE), file=sys.stderr)
-        return 2
-    return run(rest)
+    try:
+        if cmd == "tail":
+            from evstream._tail import main as run
+        elif cmd == "compare":
+            from evstream._compare import main as run
+        elif cmd == "info":
+            return info()
+        else:
+            print("python3 -m evstream: unknown command %r: allowed are tail, compare, info\n%s"
+                  % (cmd, USAGE), file=sys.stderr)
+            return 2
+        return run(rest)
+    except KeyboardInterrupt:
+        # Ctrl-C where a command does not handle it (while it starts, or
+        # during a compare): end quietly, as the shell reports SIGINT
+        return 130
 
 
 if __name__ == "__main__":

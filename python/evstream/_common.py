@@ -91,6 +91,14 @@ def make_array(exporter, dtype, elem_size, shape, bfloat16=None):
     copy of their values.
     """
     import numpy as np
+    # checked first, whatever the size: an empty tensor is refused or
+    # converted as one with elements
+    if bfloat16 is not None:
+        if dtype != "bfloat16":
+            raise ValueError("bfloat16=%r: this tensor is %s, not bfloat16" % (bfloat16, dtype))
+        if bfloat16 not in ("float32", np.float32):
+            raise ValueError("bfloat16=%r: allowed is None (the bits, uint16) or 'float32'"
+                             % (bfloat16,))
     if dtype is None:
         a = np.frombuffer(exporter, dtype=np.uint8)
     else:
@@ -99,14 +107,9 @@ def make_array(exporter, dtype, elem_size, shape, bfloat16=None):
             # frombuffer refuses empty buffers on older NumPy: no bytes to view
             a = np.empty(shape, dtype=npd)
             a.flags.writeable = False
-            return a
-        a = np.frombuffer(exporter, dtype=npd).reshape(shape)
+        else:
+            a = np.frombuffer(exporter, dtype=npd).reshape(shape)
     if bfloat16 is not None:
-        if dtype != "bfloat16":
-            raise ValueError("bfloat16=%r: this tensor is %s, not bfloat16" % (bfloat16, dtype))
-        if bfloat16 not in ("float32", np.float32):
-            raise ValueError("bfloat16=%r: allowed is None (the bits, uint16) or 'float32'"
-                             % (bfloat16,))
         return bfloat16_to_float32(a)
     return a
 
@@ -116,13 +119,14 @@ class DetachedEvent:
     and methods, its data in memory of its own, with no lease."""
 
     __slots__ = ("seq", "timestamp_ns", "type", "core", "gap", "kind", "pipe",
-                 "prefix", "dtype", "elem_size", "shape", "logical_nc_id", "_bytes")
+                 "prefix", "dtype", "elem_size", "shape", "logical_nc_id", "payload_size",
+                 "_bytes")
 
     released = False
     held = False
 
     def __init__(self, seq, timestamp_ns, type, core, gap, kind, pipe, prefix, dtype,
-                 elem_size, shape, logical_nc_id, data):
+                 elem_size, shape, logical_nc_id, data, payload_size):
         self.seq = seq
         self.timestamp_ns = timestamp_ns
         self.type = type
@@ -135,6 +139,7 @@ class DetachedEvent:
         self.elem_size = elem_size
         self.shape = shape
         self.logical_nc_id = logical_nc_id
+        self.payload_size = payload_size    # bytes of the whole payload, as the event's
         self._bytes = data
 
     @property

@@ -13,8 +13,9 @@ atol + rtol * |B|, NaN equal to NaN), or when --pcc is given and its
 Pearson correlation is below it. With --pcc alone, only the PCC counts.
 
 Exit status: 0 no divergence; 1 a tensor diverges; 2 bad input (a dump
-that cannot be read, a missing file, tensors that do not line up or whose
-shapes differ: each named).
+or index line that cannot be read, a missing file, a file that is not a
+.npy array of numbers, tensors that do not line up or whose shapes
+differ: each named).
 """
 import argparse
 import json
@@ -45,30 +46,42 @@ def read_index(d):
     if not os.path.isdir(d):
         raise BadInput("%s: no such directory" % d)
     try:
-        f = open(path, encoding="utf-8")
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
     except OSError as e:
         raise BadInput("%s: cannot read the index (%s): not an evs-dump directory?"
                        % (path, e.strerror)) from None
     by_core = {}
-    with f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            # decoded here, line by line, so that a bad byte is named by its line
             try:
-                j = json.loads(line)
-                if j.get("kind") != "tensor":
-                    continue
-                t = Tensor()
-                t.dump = d
-                t.core = int(j["core"])
-                t.seq = int(j["seq"])
-                t.prefix = j.get("prefix") or ""
-                t.dtype = j["dtype"]
-                t.shape = tuple(int(x) for x in j["shape"])
-                t.file = j.get("file")
-            except (ValueError, KeyError, TypeError) as e:
-                raise BadInput("%s line %d: not an index line (%s)" % (path, n, e)) from None
-            by_core.setdefault(t.core, []).append(t)
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError("not UTF-8: byte 0x%02x at column %d"
+                                 % (raw[e.start], e.start + 1)) from None
+            j = json.loads(line)
+            if not isinstance(j, dict):
+                raise TypeError("a JSON %s, not an object" % (
+                    "array" if isinstance(j, list) else type(j).__name__))
+            if j.get("kind") != "tensor":
+                continue
+            t = Tensor()
+            t.dump = d
+            t.core = int(j["core"])
+            t.seq = int(j["seq"])
+            t.prefix = j.get("prefix") or ""
+            t.dtype = j["dtype"]
+            t.shape = tuple(int(x) for x in j["shape"])
+            t.file = j.get("file")
+            for what, v in (("prefix", t.prefix), ("dtype", t.dtype), ("file", t.file)):
+                if not isinstance(v, str) and not (what == "file" and v is None):
+                    raise TypeError("%s %r is not a string" % (what, v))
+        except (ValueError, KeyError, TypeError) as e:
+            raise BadInput("%s line %d: not an index line (%s)" % (path, n, e)) from None
+        by_core.setdefault(t.core, []).append(t)
     return by_core
 
 
@@ -79,11 +92,12 @@ def pair_up(a, b, cores):
         if cores is not None and core not in cores:
             continue
         la, lb = a.get(core, []), b.get(core, [])
-        seen = {}
-        for t in la + lb:
-            key = (t.dump, t.prefix)
-            t.nth = seen.get(key, 0)
-            seen[key] = t.nth + 1
+        # occurrences are counted per side: A and B may be the same path
+        for side in (la, lb):
+            seen = {}
+            for t in side:
+                t.nth = seen.get(t.prefix, 0)
+                seen[t.prefix] = t.nth + 1
         ib = {(t.prefix, t.nth): t for t in lb}
         for t in la:
             u = ib.pop((t.prefix, t.nth), None)
@@ -107,9 +121,22 @@ def load(t):
                        % (t.dump, t.label()))
     path = os.path.join(t.dump, t.file)
     try:
-        a = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
+        f = open(path, "rb")
+    except OSError as e:
         raise BadInput("%s: %s: cannot load %s: %s" % (t.dump, t.label(), path, e)) from None
+    try:
+        with f:
+            magic = f.read(6)
+            if magic != b"\x93NUMPY":
+                raise ValueError("a .npz archive, not a .npy file" if magic[:4] == b"PK\x03\x04"
+                                 else "it does not start as a .npy file does (%r)" % magic)
+            f.seek(0)
+            a = np.lib.format.read_array(f, allow_pickle=False)
+    except OSError as e:
+        raise BadInput("%s: %s: cannot load %s: %s" % (t.dump, t.label(), path, e)) from None
+    except Exception as e:  # whatever NumPy's reader raises on a broken file
+        raise BadInput("%s: %s: not a NumPy array file we can read: %s"
+                       % (path, t.label(), e)) from None
     if tuple(a.shape) != t.shape:
         raise BadInput("%s: %s has shape %s, its index says %s" % (path, t.label(), a.shape, t.shape))
     return a
@@ -122,6 +149,9 @@ def values(t, a):
         return bfloat16_to_float32(a).astype(np.float64)
     if a.dtype.kind == "V":
         return None
+    if a.dtype.kind not in "biuf":
+        raise BadInput("%s: %s: the file holds %s elements, not numbers"
+                       % (os.path.join(t.dump, t.file), t.label(), a.dtype.str))
     return a.astype(np.float64)
 
 

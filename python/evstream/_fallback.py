@@ -19,9 +19,11 @@ Python's means:
 import collections
 import ctypes
 import errno
+import operator
 import os
 import select
 import struct
+import sys
 import threading
 import time
 import weakref
@@ -67,8 +69,32 @@ def _stats(st):
                        st.producer_closed, st.core, st.producer_died)
 
 
+# Arguments are converted as the native extension's are, with the same
+# exception types: an int is anything with __index__ (not a float, not a
+# str: TypeError); seconds anything with __float__ or __index__.
+_index = operator.index
+
+
+def _real(x):
+    """float(x) for a real number (as PyFloat_AsDouble takes it), else TypeError."""
+    if isinstance(x, float):
+        return x
+    t = type(x)
+    if not (hasattr(t, "__float__") or hasattr(t, "__index__")):
+        raise TypeError("must be real number, not %s" % t.__name__)
+    return float(x)
+
+
+def _path(runtime_dir):
+    if runtime_dir is None:
+        return None
+    if not isinstance(runtime_dir, str):
+        raise TypeError("runtime_dir %r: allowed is None or a str (a directory)" % (runtime_dir,))
+    return runtime_dir.encode() or None
+
+
 def _parse_core(core):
-    core = int(core) if not isinstance(core, int) else core
+    core = _index(core)
     if core < 0 or core > 4095:
         raise ValueError("core %r: allowed is 0 to 4095" % (core,))
     return core
@@ -77,7 +103,7 @@ def _parse_core(core):
 def _parse_timeout(timeout, default):
     if timeout is None:
         return default
-    t = float(timeout)
+    t = _real(timeout)
     if not t >= 0:
         raise ValueError("timeout %r: allowed is None or seconds >= 0" % (timeout,))
     return t
@@ -271,7 +297,7 @@ class Event:
         data = ctypes.string_at(slot.addr + self._off, self.nbytes)
         return _h["detached"](self.seq, self.timestamp_ns, self.type, self.core, self.gap,
                               self.kind, self.pipe, self.prefix, self.dtype, self.elem_size,
-                              self.shape, self.logical_nc_id, data)
+                              self.shape, self.logical_nc_id, data, self.payload_size)
 
     def release(self):
         self._slot.end()
@@ -502,10 +528,11 @@ class Stream:
         raise self._full()
 
     def read_batch(self, n, timeout=0):
-        n = int(n)
+        n = _index(n)
         if n < 1:
             raise ValueError("read_batch(%d): allowed is n >= 1" % n)
-        timeout = _parse_timeout(timeout, 0)
+        # None: for as long as it takes, as read()
+        timeout = _parse_timeout(timeout, -1)
         out = []
         while len(out) < n:
             code, ev = self._next(0 if out else timeout)
@@ -565,7 +592,7 @@ def _open(producer, core, timeout, runtime_dir):
     deadline = time.monotonic() + timeout
     ms = int(timeout * 1000)
     opts = _lib.ConsumerOpts(sz=ctypes.sizeof(_lib.ConsumerOpts),
-                             runtime_dir=runtime_dir.encode() if runtime_dir else None,
+                             runtime_dir=_path(runtime_dir),
                              timeout_ms=ms if ms > 0 else 0)
     while True:
         c = _lib.consumer_connect(cname, core, ctypes.byref(opts))
@@ -593,10 +620,23 @@ _UINTS = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 _FLOATS = {("e", 2): "float16", ("f", 4): "float32", ("d", 8): "float64", ("?", 1): "bool"}
 
 
+# struct format prefixes of the other byte order than the host's
+_OTHER_ORDER = ("<",) if sys.byteorder == "big" else (">", "!")
+
+
+def _check_byteorder(fmt):
+    """Refuse a buffer format in the other byte order than the host's,
+    whatever dtype= says: dtype= names the elements, it does not swap their
+    bytes, so such a buffer would arrive byte-swapped."""
+    if fmt and fmt[:1] in _OTHER_ORDER:
+        other, ours = ("little", "big") if sys.byteorder == "big" else ("big", "little")
+        raise TypeError("format '%s' is %s-endian; evstream tensors are %s-endian (the host's "
+                        "order): convert it first (a.astype(a.dtype.newbyteorder('=')))"
+                        % (fmt, other, ours))
+
+
 def _format_dtype(fmt, itemsize):
     f = fmt if fmt is not None else "B"
-    if f[:1] in (">", "!"):
-        raise TypeError("format '%s' is big-endian; evstream tensors are little-endian" % fmt)
     if f[:1] in ("@", "=", "<"):
         f = f[1:]
     if len(f) == 1:
@@ -611,6 +651,12 @@ def _format_dtype(fmt, itemsize):
                     % (fmt if fmt is not None else "B", itemsize))
 
 
+_RING_BYTES_RANGE = ("allowed is 0 (the default) or a byte count from 4096 to half of this "
+                     "machine's memory")
+_MAX_EVENTS_RANGE = ("allowed is 0 (the default) or a count from 1 to 4294967296 (at most this "
+                     "machine's memory / 128)")
+
+
 class Producer:
     """Producer(name=None, ncores=1, *, ring_bytes=0, max_events=0,
     hugepages=None, runtime_dir=None, no_timestamps=False, allow_gid=None)"""
@@ -622,18 +668,30 @@ class Producer:
         self._p = None
         if name is not None and not isinstance(name, str):
             raise TypeError("name %r: allowed is None or a str" % (name,))
-        ncores = int(ncores)
+        ncores = _index(ncores)
+        ring_bytes = _index(ring_bytes)
+        max_events = _index(max_events)
         if not 1 <= ncores <= 4096:
             raise ValueError("ncores %d: allowed is 1 to 4096" % ncores)
-        if hugepages not in _lib.HUGEPAGES:
+        # sizes named as given, with their range (a size the library
+        # refuses it names itself, with this machine's bounds)
+        if not 0 <= ring_bytes < 2**64:
+            raise ValueError("ring_bytes %d: %s" % (ring_bytes, _RING_BYTES_RANGE))
+        if not 0 <= max_events < 2**64:
+            raise ValueError("max_events %d: %s" % (max_events, _MAX_EVENTS_RANGE))
+        if not (hugepages is None or isinstance(hugepages, str)) or \
+                hugepages not in _lib.HUGEPAGES:
             raise ValueError("hugepages %r: allowed is None, 'auto', 'on' or 'off'" % (hugepages,))
-        if allow_gid is not None and int(allow_gid) < 0:
-            raise ValueError("allow_gid %r: allowed is None or a group id >= 0" % (allow_gid,))
-        opts = _lib.ProducerOpts(sz=ctypes.sizeof(_lib.ProducerOpts), ring_bytes=int(ring_bytes),
-                                 max_events=int(max_events), hugepages=_lib.HUGEPAGES[hugepages],
+        if allow_gid is not None:
+            allow_gid = _index(allow_gid)
+            if not 0 <= allow_gid <= 2**32 - 2:      # a gid_t; (gid_t)-1 means none
+                raise ValueError("allow_gid %r: allowed is None or a group id from 0 to %d"
+                                 % (allow_gid, 2**32 - 2))
+        opts = _lib.ProducerOpts(sz=ctypes.sizeof(_lib.ProducerOpts), ring_bytes=ring_bytes,
+                                 max_events=max_events, hugepages=_lib.HUGEPAGES[hugepages],
                                  allow_group=1 if allow_gid is not None else 0,
-                                 allow_gid=int(allow_gid or 0),
-                                 runtime_dir=runtime_dir.encode() if runtime_dir else None,
+                                 allow_gid=allow_gid or 0,
+                                 runtime_dir=_path(runtime_dir),
                                  no_timestamps=1 if no_timestamps else 0)
         p = _lib.producer_new(name.encode() if name is not None else None, ncores,
                               ctypes.byref(opts))
@@ -656,7 +714,7 @@ class Producer:
         return self._p
 
     def _core(self, core):
-        c = int(core) if not isinstance(core, int) else core
+        c = _index(core)
         if not 0 <= c < self._ncores:
             raise ValueError("core %r: producer %r has cores 0 to %d"
                              % (core, self._name, self._ncores - 1))
@@ -670,6 +728,7 @@ class Producer:
         raise _oserror(r, "%s on core %d of producer" % (what, core))
 
     def emit(self, core, type, data):
+        type = _index(type)
         p = self._check()
         core = self._core(core)
         if not 0 < type <= 0xFFFFFFFF:
@@ -685,6 +744,7 @@ class Producer:
         return self._result(r, core, "emit")
 
     def emit_tensor(self, core, prefix, array=None, pipe=0, dtype=None):
+        pipe = _index(pipe)
         p = self._check()
         core = self._core(core)
         if pipe not in (0, 1, 2):
@@ -711,6 +771,8 @@ class Producer:
             if view.ndim > _lib.MAX_DIMS:
                 raise ValueError("array of %d dimensions: allowed is 0 to %d"
                                  % (view.ndim, _lib.MAX_DIMS))
+            fmt = view.format.decode() if view.format else None
+            _check_byteorder(fmt)
             if dtype is not None:
                 known = _lib.dtype_size(dtype.encode())
                 if known and known != view.itemsize:
@@ -719,7 +781,6 @@ class Producer:
                 t.dtype = dtype.encode()
                 t.elem_size = view.itemsize
             else:
-                fmt = view.format.decode() if view.format else None
                 t.dtype = _format_dtype(fmt, view.itemsize).encode()
             t.ndim = view.ndim
             if view.ndim:
@@ -750,6 +811,7 @@ class Producer:
         return _stats(st)
 
     def wait_connected(self, cores=None, timeout=10.0):
+        timeout = _real(timeout)
         self._check()
         if cores is None:
             cores = range(self._ncores)
@@ -875,6 +937,8 @@ class Subscription:
         s.finished.wait()
 
     def join(self, timeout=None):
+        if timeout is not None:
+            timeout = _real(timeout)
         s = self._s
         if threading.current_thread() is s.thread:
             raise RuntimeError("join() from inside the subscription's callback")
@@ -923,11 +987,12 @@ class Subscription:
 
 
 def subscribe(core, fn, producer=None, timeout=2.0, runtime_dir=None):
+    given, timeout = timeout, _real(timeout)
     core = _parse_core(core)
     if not callable(fn):
         raise TypeError("fn %r is not callable" % (fn,))
-    if timeout < 0:
-        raise ValueError("timeout %f: allowed is seconds >= 0" % timeout)
+    if not timeout >= 0:
+        raise ValueError("timeout %r: allowed is seconds >= 0" % (given,))
     if _exiting:
         raise RuntimeError("subscribe: the interpreter is exiting")
     c, core, name, keep = _open(producer, core, float(timeout), runtime_dir)
@@ -982,14 +1047,20 @@ def tensor_parse(payload):
 
 def nrt_connect(core):
     fd = ctypes.c_int(-1)
-    st = _lib.nrt_connect(int(core), ctypes.byref(fd))
+    core = _index(core)
+    if not -2**31 <= core < 2**31:
+        raise OverflowError("core %d does not fit the reference API's int" % core)
+    st = _lib.nrt_connect(core, ctypes.byref(fd))
     return st, fd.value
 
 
 def nrt_read_one_event(fd):
     h = _lib.EventHeader()
     payload = ctypes.c_void_p()
-    st = _lib.nrt_read_one_event(int(fd), ctypes.byref(h), ctypes.byref(payload))
+    fd = _index(fd)
+    if not -2**31 <= fd < 2**31:
+        return 3, None, None  # NRT_INVALID_HANDLE, as the native one says
+    st = _lib.nrt_read_one_event(fd, ctypes.byref(h), ctypes.byref(payload))
     if st != 0:
         return st, None, None
     try:
@@ -1000,4 +1071,6 @@ def nrt_read_one_event(fd):
 
 
 def nrt_close(fd):
-    _lib.nrt_close(int(fd))
+    fd = _index(fd)
+    if -2**31 <= fd < 2**31:
+        _lib.nrt_close(fd)

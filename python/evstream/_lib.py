@@ -45,10 +45,17 @@ def load():
             tried.append("%s (%s: no such file)" % (os.path.normpath(path), where))
             continue
         try:
-            return os.path.normpath(path) if os.sep in path else path, \
-                ctypes.PyDLL(path, use_errno=True), ctypes.CDLL(path, use_errno=True)
+            fast = ctypes.PyDLL(path, use_errno=True)
         except OSError as e:
             tried.append("%s (%s: %s)" % (path, where, e))
+            continue
+        if not hasattr(fast, "evs_producer__new"):
+            # a shared object, but of something else
+            tried.append("%s (%s: not libevstream: it has no evs_producer__new)"
+                         % (path, where))
+            continue
+        return os.path.normpath(path) if os.sep in path else path, fast, \
+            ctypes.CDLL(path, use_errno=True)
     raise ImportError("cannot load %s; tried: %s. Build it (make), install it (make install), "
                       "or set EVSTREAM_LIBRARY to its path" % (SONAME, "; ".join(tried)))
 
@@ -122,7 +129,13 @@ _vp, _int, _uint, _u32, _sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctyp
 
 
 def _proto(lib, name, restype, *argtypes):
-    f = getattr(lib, name)
+    try:
+        f = getattr(lib, name)
+    except AttributeError:
+        if lib not in (fast, slow):
+            raise
+        raise ImportError("%s is not a libevstream this package can use (an older one?): it "
+                          "has no %s" % (path, name)) from None
     f.restype = restype
     f.argtypes = argtypes
     return f
@@ -147,7 +160,7 @@ consumer_hup_fd = _proto(fast, "evs_consumer__hup_fd", _int, _vp)
 peek = _proto(fast, "evs_consumer__peek", _int, _vp, ctypes.POINTER(Record))
 try:
     peek_next = _proto(fast, "evs_consumer__peek_next", _int, _vp, ctypes.POINTER(Record))
-except AttributeError:  # a library without the window: one record at a time
+except ImportError:  # a library without the window: one record at a time
     peek_next = None
 release = _proto(fast, "evs_consumer__release", _int, _vp)
 prepare_wait = _proto(fast, "evs_consumer__prepare_wait", _int, _vp)

@@ -4,11 +4,13 @@ streams: one line per event (core, seq, kind, dtype, shape, prefix, a
 preview of the values), gaps in the sequence numbers and the drop
 counters as they change, and a summary per core at the end.
 
-Exit status: 0 done (the producer went, a limit was reached, or SIGINT);
-2 bad usage or no producer to connect to.
+Exit status: 0 done (the producer went, a limit was reached, SIGINT, or
+the reader of stdout went: `tail P | head -3`); 2 bad usage or no
+producer to connect to; 130 SIGINT while still waiting for the producer.
 """
 import argparse
 import errno
+import os
 import selectors
 import signal
 import sys
@@ -138,16 +140,16 @@ def main(argv=None):
         for s in streams:
             s.close()
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C before every core was connected: nothing was read
+        for s in streams:
+            s.close()
+        print("tail: interrupted while waiting for producer '%s'" % args.producer,
+              file=sys.stderr)
+        return 130
 
     out = sys.stdout
     view = View(out, args.width, not args.no_preview)
-    print("tail: producer '%s', cores %s (%s implementation); Ctrl-C ends"
-          % (args.producer, ",".join(str(s.core) for s in streams), evstream.implementation),
-          file=sys.stderr)
-    sel = selectors.DefaultSelector()
-    for s in streams:
-        sel.register(s.fileno(), selectors.EVENT_READ, s)
-        view.stats(s.core, s.stats)
     t0 = time.monotonic()
     deadline = t0 + args.seconds if args.seconds else None
     seen = 0
@@ -155,6 +157,13 @@ def main(argv=None):
     ended = {}
     old = signal.getsignal(signal.SIGINT)
     try:
+        print("tail: producer '%s', cores %s (%s implementation); Ctrl-C ends"
+              % (args.producer, ",".join(str(s.core) for s in streams), evstream.implementation),
+              file=sys.stderr)
+        sel = selectors.DefaultSelector()
+        for s in streams:
+            sel.register(s.fileno(), selectors.EVENT_READ, s)
+            view.stats(s.core, s.stats)
         last_stats = 0.0
         while live:
             timeout = 0.5
@@ -194,10 +203,17 @@ def main(argv=None):
             out.flush()
     except KeyboardInterrupt:
         pass
+    except BrokenPipeError:
+        # the reader of stdout went (`tail P | head -3`): done, as at a limit.
+        # What is still buffered for it goes nowhere, and at exit too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)
     finally:
         signal.signal(signal.SIGINT, old)
     secs = time.monotonic() - t0
-    print("tail: %d events in %.1f s" % (seen, secs), file=sys.stderr)
+    # the events shown (seen may miss the last one when Ctrl-C came just after it)
+    print("tail: %d events in %.1f s" % (sum(view.events.values()), secs), file=sys.stderr)
     print("  core   events     lost  ring_full  too_big  no_consumer  no_memory  producer",
           file=sys.stderr)
     for s in streams:

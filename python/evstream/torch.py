@@ -13,8 +13,23 @@ a CPU tensor is read in place through its strides (non-contiguous ones
 are gathered into the ring by the library, without a copy in Python); a
 tensor on another device is copied to the CPU first. bfloat16 travels
 as its bits (a uint16 view), named bfloat16.
+``evstream.torch.tensor(ev)`` is the consumer's side: a tensor viewing an
+event's data in the ring that holds its record (torch.from_numpy of
+ev.array()). A dtype evstream has no name
+for (complex64, complex128, complex32) travels as opaque elements of its
+size, named as torch names it (``complex64``: NumPy reads ``|V8``).
+A debug hook never breaks the model: an output that cannot be sent at all
+(a quantized or sparse tensor) is skipped, counted in ``skipped``, and
+logged on the ``evstream`` logger the first time, once per output name.
 """
+import logging as _logging
+import operator as _operator
+
 import torch as _torch
+
+import evstream as _evstream
+
+_log = _logging.getLogger("evstream")
 
 # torch dtype -> evstream dtype name (and how to view it for NumPy)
 _DTYPES = {
@@ -24,21 +39,80 @@ _DTYPES = {
 }
 # dtypes NumPy lacks, sent as same-sized integers with their own name
 _AS_BITS = {_torch.bfloat16: _torch.int16}
+# what other dtypes NumPy cannot view (complex32) are viewed as, by element size
+_INTS = {1: _torch.int8, 2: _torch.int16, 4: _torch.int32, 8: _torch.int64}
 
 
-def emit_tensor(producer, core, prefix, t, pipe=0):
-    """Emit one tensor (any device, any strides); True committed, False dropped."""
+def _cpu_array(t, prefix):
+    """A NumPy array sharing the memory (strides included) of t, on the CPU,
+    and the evstream dtype name of its elements."""
     t = t.detach()
+    if t.is_quantized or t.layout != _torch.strided:
+        raise TypeError("%s: a %s tensor (%s) has no elements in memory to send: dequantize or "
+                        "densify it first" % (prefix, "quantized" if t.is_quantized else
+                                              str(t.layout).replace("torch.", ""), t.dtype))
     if t.device.type != "cpu":
         t = t.cpu()
     name = _DTYPES.get(t.dtype)
-    if name is None:
-        raise TypeError("%s: dtype %s has no evstream name; allowed: %s"
-                        % (prefix, t.dtype, ", ".join(sorted(str(d) for d in _DTYPES))))
-    if t.dtype in _AS_BITS:
-        t = t.view(_AS_BITS[t.dtype])
+    if name is not None:
+        if t.dtype in _AS_BITS:
+            t = t.view(_AS_BITS[t.dtype])
+        return t.numpy(), name
+    # no evstream name: opaque elements of its size, named as torch does
+    name = str(t.dtype).replace("torch.", "")
+    try:
+        return t.numpy(), name                   # complex64, complex128
+    except (TypeError, RuntimeError):
+        pass
+    bits = _INTS.get(t.element_size())
+    if bits is None:
+        raise TypeError("%s: dtype %s has no evstream name and no same-sized integer view"
+                        % (prefix, t.dtype))
+    return t.view(bits).numpy(), name            # complex32
+
+
+def emit_tensor(producer, core, prefix, t, pipe=0):
+    """Emit one tensor (any device, any strides); True committed, False
+    dropped. A dtype evstream has no name for goes as opaque elements named
+    as torch names it (``complex64``); quantized and sparse tensors raise
+    TypeError."""
+    a, name = _cpu_array(t, prefix)
     # .numpy() shares the tensor's memory, strides included
-    return producer.emit_tensor(core, prefix, t.numpy(), pipe, dtype=name)
+    return producer.emit_tensor(core, prefix, a, pipe, dtype=name)
+
+
+# how opaque elements torch knows are viewed for torch.from_numpy
+_OPAQUE = {("complex64", 8): "complex64", ("complex128", 16): "complex128"}
+
+
+def tensor(ev):
+    """A torch tensor of ev's data, viewing the ring (no copy): shaped and
+    typed as the event (bfloat16 as torch.bfloat16, complex64/complex128 sent
+    opaquely as themselves, raw and bad events as their uint8 bytes).
+
+    Like ev.array(), of which it is torch.from_numpy(), it holds the
+    record for as long as it (or any view of it) lives, so it never reads
+    ring memory the producer reuses. It is read-only memory that torch does
+    not know to be so: an in-place operation on it crashes the process
+    (SIGSEGV); .clone() it to change it. (torch.frombuffer(ev.data) does
+    not hold the record: torch releases the buffer at once.)"""
+    import warnings
+    a = ev.array()
+    as_torch = None
+    if ev.dtype == "bfloat16":
+        a, as_torch = a.view("<i2"), _torch.bfloat16
+    elif a.dtype.kind == "V" and (ev.dtype, ev.elem_size) in _OPAQUE:
+        a = a.view(_OPAQUE[(ev.dtype, ev.elem_size)])
+    with warnings.catch_warnings():
+        # "The given NumPy array is not writable": said in the docstring
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        try:
+            t = _torch.from_numpy(a)
+        except TypeError as e:
+            raise TypeError("%s: torch has no dtype for %s elements (%s): use ev.array()"
+                            % (ev.prefix if ev.prefix else "seq %d" % ev.seq,
+                               ev.dtype or a.dtype, e)) from None
+    return t.view(as_torch) if as_torch is not None else t
 
 
 def _walk(prefix, out, emit):
@@ -54,7 +128,8 @@ def _walk(prefix, out, emit):
 
 class Watch:
     """The hooks of watch(); remove() (or the end of a with block) takes
-    them off. Counts: ``emitted`` and ``dropped`` events."""
+    them off. Counts: ``emitted`` and ``dropped`` events, and ``skipped``
+    outputs that could not be sent (logged once per output name)."""
 
     def __init__(self, model, producer, core, pipe, root):
         self.producer = producer
@@ -62,6 +137,8 @@ class Watch:
         self.pipe = pipe
         self.emitted = 0
         self.dropped = 0
+        self.skipped = 0
+        self._said = set()
         self._handles = []
         for name, module in model.named_modules():
             label = name if name else root
@@ -73,7 +150,18 @@ class Watch:
         return hook
 
     def _emit(self, prefix, t):
-        if emit_tensor(self.producer, self.core, prefix, t, self.pipe):
+        # a debug hook must never break the model's forward pass
+        try:
+            ok = emit_tensor(self.producer, self.core, prefix, t, self.pipe)
+        except Exception as e:
+            self.skipped += 1
+            if prefix not in self._said:
+                self._said.add(prefix)
+                _log.warning("evstream.torch.watch: the output %s (%s, shape %s) is skipped: %s "
+                             "(every skip is counted in the watch's .skipped; this is said once "
+                             "per output)", prefix, t.dtype, tuple(t.shape), e)
+            return
+        if ok:
             self.emitted += 1
         else:
             self.dropped += 1
@@ -93,5 +181,24 @@ class Watch:
 
 def watch(model, producer, core=0, pipe=0, root="model"):
     """Register forward hooks on model and all its submodules that emit each
-    module's output to producer's core; returns a handle with remove()."""
-    return Watch(model, producer, core, pipe, root)
+    module's output to producer's core; returns a handle with remove().
+    producer is an evstream.Producer (open), core one of its cores."""
+    # checked here: inside the hooks, errors are skipped, not raised
+    if not isinstance(producer, _evstream.Producer):
+        raise TypeError("producer %r: allowed is an evstream.Producer (evstream.Producer(name, "
+                        "ncores)), not a %s" % (producer, type(producer).__name__))
+    if producer.closed:
+        raise ValueError("producer %r is closed" % (producer,))
+    try:
+        c = _operator.index(core)
+    except TypeError:
+        raise TypeError("core %r: allowed is an int, 0 to %d" % (core, producer.ncores - 1)) \
+            from None
+    if not 0 <= c < producer.ncores:
+        raise ValueError("core %r: producer %r has cores 0 to %d"
+                         % (core, producer.name, producer.ncores - 1))
+    if pipe not in (0, 1, 2):
+        raise ValueError("pipe %r: allowed is 0 or 1 (stdout) and 2 (stderr)" % (pipe,))
+    if not hasattr(model, "named_modules"):
+        raise TypeError("model %r: allowed is a torch.nn.Module" % (model,))
+    return Watch(model, producer, c, pipe, root)

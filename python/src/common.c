@@ -19,6 +19,39 @@ double evspy_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* An int argument: o is anything with __index__ (TypeError otherwise, as
+ * PyArg's integer formats), *v its value. 0 when it is from lo to hi; 1
+ * when it is not, negative or past 2**64 - 1 included (no exception: the
+ * caller names the value as given, never a wrapped unsigned one, and the
+ * range); -1 with an exception set. */
+int evspy_int_in(PyObject *o, unsigned long long lo, unsigned long long hi, unsigned long long *v)
+{
+	PyObject *i = PyNumber_Index(o);
+	long long s;
+	int overflow, r = 0;
+
+	if (!i)
+		return -1;
+	s = PyLong_AsLongLongAndOverflow(i, &overflow);
+	if (s == -1 && PyErr_Occurred()) {
+		r = -1;
+	} else if (overflow < 0 || (!overflow && s < 0)) {
+		r = 1;
+	} else if (overflow > 0) {
+		*v = PyLong_AsUnsignedLongLong(i);
+		if (*v == (unsigned long long)-1 && PyErr_Occurred()) {
+			PyErr_Clear(); /* past 2**64 - 1 */
+			r = 1;
+		}
+	} else {
+		*v = (unsigned long long)s;
+	}
+	Py_DECREF(i);
+	if (r == 0 && (*v < lo || *v > hi))
+		r = 1;
+	return r;
+}
+
 /* Raise OSError(err, msg), the subclass its errno picks; msg is consumed
  * (NULL: its exception stands). NULL. */
 PyObject *evspy_raise_oserror(int err, PyObject *msg)

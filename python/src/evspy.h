@@ -105,6 +105,20 @@ static inline const char *evspy_utf8(PyObject *o)
 	return PyUnicode_AsUTF8AndSize(o, NULL);
 }
 
+/* runtime_dir=: None (NULL: the default) or a str; else TypeError. -1 raised */
+static inline int evspy_runtime_dir(PyObject *o, const char **dir)
+{
+	*dir = NULL;
+	if (!o || o == Py_None)
+		return 0;
+	if (!PyUnicode_Check(o)) {
+		PyErr_Format(PyExc_TypeError, "runtime_dir %R: allowed is None or a str (a directory)", o);
+		return -1;
+	}
+	*dir = evspy_utf8(o);
+	return *dir ? 0 : -1;
+}
+
 /* A str of UTF-8 text from the library (bad bytes replaced) */
 static inline PyObject *evspy_str(const char *s)
 {
@@ -123,7 +137,16 @@ static inline PyObject *evspy_str(const char *s)
 PyObject *evspy_raise_oserror(int err, PyObject *msg);
 PyObject *evspy_oserror(int err, const char *what);
 PyObject *evspy_stats(const struct evs_stream_stats *st);
+/* What Producer() allows, said when a size is not even a uint64 (a size
+ * the library refuses it names itself, with this machine's bounds) */
+#define EVSPY_RING_BYTES_RANGE \
+	"allowed is 0 (the default) or a byte count from 4096 to half of this machine's memory"
+#define EVSPY_MAX_EVENTS_RANGE \
+	"allowed is 0 (the default) or a count from 1 to 4294967296 (at most this machine's " \
+	"memory / 128)"
+
 double evspy_now(void);
+int evspy_int_in(PyObject *o, unsigned long long lo, unsigned long long hi, unsigned long long *v);
 
 /* stream.c */
 int evspy_stream_types(PyObject *m);

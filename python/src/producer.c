@@ -33,11 +33,12 @@ static int producer_check(ProducerObject *self)
 
 static int producer_core(ProducerObject *self, PyObject *o, unsigned int *core)
 {
-	long v = PyLong_AsLong(o);
+	unsigned long long v;
+	int r = evspy_int_in(o, 0, self->ncores - 1, &v);
 
-	if (v == -1 && PyErr_Occurred())
+	if (r < 0)
 		return -1;
-	if (v < 0 || (unsigned long)v >= self->ncores) {
+	if (r > 0) {
 		PyErr_Format(PyExc_ValueError, "core %R: producer %R has cores 0 to %u", o, self->name,
 			     self->ncores - 1);
 		return -1;
@@ -51,9 +52,10 @@ static PyObject *producer_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 	static char *kwlist[] = { "name", "ncores", "ring_bytes", "max_events", "hugepages",
 				  "runtime_dir", "no_timestamps", "allow_gid", NULL };
 	PyObject *name = Py_None, *hp = Py_None, *rdir = Py_None, *gid = Py_None;
-	unsigned long long ring_bytes = 0, max_events = 0;
-	unsigned int ncores = 1;
-	int no_ts = 0;
+	PyObject *ncores_o = NULL, *ring_o = NULL, *events_o = NULL;
+	unsigned long long ring_bytes = 0, max_events = 0, v = 1;
+	unsigned int ncores;
+	int no_ts = 0, r;
 	ProducerObject *self;
 	const char *cname = NULL, *crdir = NULL;
 	int hugepages = EVS_HUGEPAGES_DEFAULT;
@@ -61,9 +63,26 @@ static PyObject *producer_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 	struct evs_producer *p;
 	int err;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OI$KKOOpO:Producer", kwlist, &name, &ncores,
-					 &ring_bytes, &max_events, &hp, &rdir, &no_ts, &gid))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO$OOOOpO:Producer", kwlist, &name, &ncores_o,
+					 &ring_o, &events_o, &hp, &rdir, &no_ts, &gid))
 		return NULL;
+	/* sizes named as given (-1, not its unsigned wrap), with their range */
+	if (ncores_o && (r = evspy_int_in(ncores_o, 1, 4096, &v))) {
+		if (r > 0)
+			PyErr_Format(PyExc_ValueError, "ncores %R: allowed is 1 to 4096", ncores_o);
+		return NULL;
+	}
+	ncores = (unsigned int)v;
+	if (ring_o && (r = evspy_int_in(ring_o, 0, UINT64_MAX, &ring_bytes))) {
+		if (r > 0)
+			PyErr_Format(PyExc_ValueError, "ring_bytes %R: " EVSPY_RING_BYTES_RANGE, ring_o);
+		return NULL;
+	}
+	if (events_o && (r = evspy_int_in(events_o, 0, UINT64_MAX, &max_events))) {
+		if (r > 0)
+			PyErr_Format(PyExc_ValueError, "max_events %R: " EVSPY_MAX_EVENTS_RANGE, events_o);
+		return NULL;
+	}
 	if (name != Py_None) {
 		if (!PyUnicode_Check(name)) {
 			PyErr_Format(PyExc_TypeError, "name %R: allowed is None or a str", name);
@@ -72,10 +91,6 @@ static PyObject *producer_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 		cname = evspy_utf8(name);
 		if (!cname)
 			return NULL;
-	}
-	if (ncores < 1 || ncores > 4096) {
-		PyErr_Format(PyExc_ValueError, "ncores %u: allowed is 1 to 4096", ncores);
-		return NULL;
 	}
 	if (hp != Py_None) {
 		const char *h = PyUnicode_Check(hp) ? evspy_utf8(hp) : NULL;
@@ -92,19 +107,18 @@ static PyObject *producer_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 			return NULL;
 		}
 	}
-	if (rdir != Py_None) {
-		crdir = evspy_utf8(rdir);
-		if (!crdir)
-			return NULL;
-	}
+	if (evspy_runtime_dir(rdir, &crdir))
+		return NULL;
 	if (gid != Py_None) {
-		gid_v = PyLong_AsLong(gid);
-		if (gid_v == -1 && PyErr_Occurred())
-			return NULL;
-		if (gid_v < 0) {
-			PyErr_Format(PyExc_ValueError, "allow_gid %R: allowed is None or a group id >= 0", gid);
+		/* a gid_t; (gid_t)-1 means none */
+		if ((r = evspy_int_in(gid, 0, UINT32_MAX - 1, &v))) {
+			if (r > 0)
+				PyErr_Format(PyExc_ValueError,
+					     "allow_gid %R: allowed is None or a group id from 0 to %u", gid,
+					     UINT32_MAX - 1);
 			return NULL;
 		}
+		gid_v = (long)v;
 	}
 	{
 		EVS_OPTS(evs_producer_opts, o, .ring_bytes = ring_bytes, .max_events = max_events,
@@ -178,25 +192,47 @@ static PyObject *producer_emit(PyObject *o, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "core", "type", "data", NULL };
 	ProducerObject *self = (ProducerObject *)o;
-	PyObject *core_o, *data;
-	unsigned long type;
+	PyObject *core_o, *type_o, *data;
+	unsigned long long type;
 	unsigned int core;
 	Py_buffer b;
 	int r;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OkO:emit", kwlist, &core_o, &type, &data))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:emit", kwlist, &core_o, &type_o, &data))
 		return NULL;
-	if (producer_check(self) || producer_core(self, core_o, &core))
-		return NULL;
-	if (type == 0 || type > UINT32_MAX) {
-		PyErr_Format(PyExc_ValueError, "type %lu: allowed is 1 to 4294967295 (0 is invalid)", type);
+	if ((r = evspy_int_in(type_o, 1, UINT32_MAX, &type))) {
+		if (r > 0)
+			PyErr_Format(PyExc_ValueError, "type %R: allowed is 1 to 4294967295 (0 is invalid)",
+				     type_o);
 		return NULL;
 	}
+	if (producer_check(self) || producer_core(self, core_o, &core))
+		return NULL;
 	if (PyObject_GetBuffer(data, &b, PyBUF_SIMPLE) < 0)
 		return NULL;
 	r = evs_producer__emit(self->p, core, (uint32_t)type, b.buf, (size_t)b.len);
 	PyBuffer_Release(&b);
 	return emit_result(r, core, "emit");
+}
+
+/* 0 when a buffer's struct format is in the host's byte order (no prefix,
+ * '@', '=', or the host's own '<' or '>'), else -1 with err saying why.
+ * Checked whatever dtype= says: dtype= names the elements, it does not swap
+ * their bytes, so a buffer in the other order would arrive byte-swapped. */
+static int format_byteorder(const char *fmt, char *err, size_t len)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	const bool other = fmt && *fmt == '<';
+	const char *what = "little-endian", *ours = "big-endian";
+#else
+	const bool other = fmt && (*fmt == '>' || *fmt == '!');
+	const char *what = "big-endian", *ours = "little-endian";
+#endif
+	if (!other)
+		return 0;
+	snprintf(err, len, "format '%s' is %s; evstream tensors are %s (the host's order): "
+		 "convert it first (a.astype(a.dtype.newbyteorder('=')))", fmt, what, ours);
+	return -1;
 }
 
 /* The evstream dtype of a buffer's struct format, or NULL (err says why). */
@@ -206,10 +242,6 @@ static const char *format_dtype(const char *fmt, Py_ssize_t itemsize, char *err,
 	static const char *uints[] = { NULL, "uint8", "uint16", NULL, "uint32", NULL, NULL, NULL, "uint64" };
 	const char *f = fmt ? fmt : "B";
 
-	if (*f == '>' || *f == '!') {
-		snprintf(err, len, "format '%s' is big-endian; evstream tensors are little-endian", fmt);
-		return NULL;
-	}
 	if (*f == '@' || *f == '=' || *f == '<')
 		f++;
 	if (f[0] && !f[1] && itemsize > 0 && itemsize <= 8) {
@@ -234,8 +266,9 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "core", "prefix", "array", "pipe", "dtype", NULL };
 	ProducerObject *self = (ProducerObject *)o;
-	PyObject *core_o, *prefix_o, *array = Py_None, *dtype_o = Py_None;
+	PyObject *core_o, *prefix_o, *array = Py_None, *dtype_o = Py_None, *pipe_o = NULL;
 	const char *prefix = "", *dtype = NULL;
+	unsigned long long pipe_v = 0;
 	uint64_t shape[EVS_TENSOR_MAX_DIMS];
 	int64_t strides[EVS_TENSOR_MAX_DIMS];
 	struct evs_tensor t = { 0 };
@@ -244,15 +277,18 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *args, PyObject *kw)
 	Py_buffer b;
 	char err[256];
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OiO:emit_tensor", kwlist, &core_o, &prefix_o,
-					 &array, &pipe, &dtype_o))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOO:emit_tensor", kwlist, &core_o, &prefix_o,
+					 &array, &pipe_o, &dtype_o))
 		return NULL;
-	if (producer_check(self) || producer_core(self, core_o, &core))
-		return NULL;
-	if (pipe < 0 || pipe > 2) {
-		PyErr_Format(PyExc_ValueError, "pipe %d: allowed is 0 or 1 (stdout) and 2 (stderr)", pipe);
+	if (pipe_o && (r = evspy_int_in(pipe_o, 0, 2, &pipe_v))) {
+		if (r > 0)
+			PyErr_Format(PyExc_ValueError,
+				     "pipe %R: allowed is 0 or 1 (stdout) and 2 (stderr)", pipe_o);
 		return NULL;
 	}
+	pipe = (int)pipe_v;
+	if (producer_check(self) || producer_core(self, core_o, &core))
+		return NULL;
 	if (prefix_o != Py_None) {
 		if (PyUnicode_Check(prefix_o)) {
 			prefix = evspy_utf8(prefix_o);
@@ -290,6 +326,10 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *args, PyObject *kw)
 	if (b.ndim > (int)EVS_TENSOR_MAX_DIMS) {
 		PyErr_Format(PyExc_ValueError, "array of %d dimensions: allowed is 0 to %u", b.ndim,
 			     EVS_TENSOR_MAX_DIMS);
+		goto fail;
+	}
+	if (format_byteorder(b.format, err, sizeof(err))) {
+		PyErr_SetString(PyExc_TypeError, err);
 		goto fail;
 	}
 	if (dtype) {

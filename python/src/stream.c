@@ -538,7 +538,7 @@ static PyObject *ev_copy(PyObject *self, PyObject *unused)
 		Py_DECREF(data);
 		return NULL;
 	}
-	res = PyObject_CallFunction(evspy.detached, "KKIIKsNOONONN", (unsigned long long)ev->hdr.seq,
+	res = PyObject_CallFunction(evspy.detached, "KKIIKsNOONONNK", (unsigned long long)ev->hdr.seq,
 				    (unsigned long long)ev->hdr.timestamp_ns, ev->hdr.type,
 				    ev->stream->core, (unsigned long long)ev->gap, kind_names[ev->kind],
 				    ev_has_tensor_fields(ev) ? PyLong_FromUnsignedLong(ev->pipe)
@@ -549,7 +549,7 @@ static PyObject *ev_copy(PyObject *self, PyObject *unused)
 				    shape,
 				    ev_has_tensor_fields(ev) ? PyLong_FromUnsignedLong(ev->nc)
 							     : Py_NewRef(Py_None),
-				    data);
+				    data, (unsigned long long)ev->hdr.data_size);
 	Py_DECREF(shape);
 	return res;
 }
@@ -843,19 +843,23 @@ static PyObject *stream_read_batch(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "n", "timeout", NULL };
 	StreamObject *s = (StreamObject *)self;
-	PyObject *to = Py_None, *list, *ev;
+	PyObject *n_o, *to = NULL, *list, *ev;
 	Py_ssize_t n;
 	double timeout;
 	int err, r;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "n|O:read_batch", kwlist, &n, &to))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:read_batch", kwlist, &n_o, &to))
+		return NULL;
+	n = PyNumber_AsSsize_t(n_o, NULL); /* an int; past Py_ssize_t: clamped */
+	if (n == -1 && PyErr_Occurred())
 		return NULL;
 	if (n < 1) {
-		PyErr_Format(PyExc_ValueError, "read_batch(%zd): allowed is n >= 1", n);
+		PyErr_Format(PyExc_ValueError, "read_batch(%R): allowed is n >= 1", n_o);
 		return NULL;
 	}
-	timeout = parse_timeout(to, 0, &err);
-	if (err)
+	/* not given: 0 (what is there); None: for as long as it takes, as read() */
+	timeout = to ? parse_timeout(to, -1, &err) : 0;
+	if (to && err)
 		return NULL;
 	list = PyList_New(0);
 	if (!list)
@@ -1123,11 +1127,8 @@ StreamObject *evspy_stream_open(PyObject *producer, unsigned int core, double ti
 	double deadline = evspy_now() + timeout;
 	int err = 0;
 
-	if (runtime_dir && runtime_dir != Py_None) {
-		rdir = evspy_utf8(runtime_dir);
-		if (!rdir)
-			return NULL;
-	}
+	if (evspy_runtime_dir(runtime_dir, &rdir))
+		return NULL;
 	if (producer_name(producer, &name, &keep, &name_obj))
 		return NULL;
 	for (;;) {
@@ -1209,11 +1210,12 @@ fail:
 
 int evspy_parse_core(PyObject *o, unsigned int *core)
 {
-	long v = PyLong_AsLong(o);
+	unsigned long long v;
+	int r = evspy_int_in(o, 0, 4095, &v);
 
-	if (v == -1 && PyErr_Occurred())
+	if (r < 0)
 		return -1;
-	if (v < 0 || v > 4095) {
+	if (r > 0) {
 		PyErr_Format(PyExc_ValueError, "core %R: allowed is 0 to 4095", o);
 		return -1;
 	}

@@ -145,6 +145,28 @@ static bool sub_wait_finished(struct sub *s, double deadline)
 	return done;
 }
 
+/* With the GIL: wait like sub_wait_finished(), in slices of 50 ms without
+ * the GIL, running signal handlers between them, so that Ctrl-C in the
+ * main thread raises KeyboardInterrupt. 1 finished, 0 at the deadline,
+ * -1 with an exception set. */
+static int sub_wait_finished_py(struct sub *s, double deadline)
+{
+	for (;;) {
+		double slice = evspy_now() + 0.05;
+		bool last = deadline > 0 && deadline <= slice, done;
+
+		Py_BEGIN_ALLOW_THREADS
+		done = sub_wait_finished(s, last ? deadline : slice);
+		Py_END_ALLOW_THREADS
+		if (done)
+			return 1;
+		if (last)
+			return 0;
+		if (PyErr_CheckSignals() < 0)
+			return -1;
+	}
+}
+
 /* fn raised: hand the exception to report(core, seq, type, value, tb). */
 static void sub_report(struct sub *s, uint64_t seq)
 {
@@ -277,7 +299,7 @@ static void *sub_main(void *arg)
 PyObject *evspy_subscribe(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "core", "fn", "producer", "timeout", "runtime_dir", NULL };
-	PyObject *core_o, *fn, *producer = Py_None, *rdir = Py_None;
+	PyObject *core_o, *fn, *producer = Py_None, *rdir = Py_None, *to = NULL;
 	double timeout = 2.0;
 	unsigned int core;
 	SubscriptionObject *obj;
@@ -287,17 +309,22 @@ PyObject *evspy_subscribe(PyObject *self, PyObject *args, PyObject *kw)
 	int err;
 
 	(void)self;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OdO:subscribe", kwlist, &core_o, &fn, &producer,
-					 &timeout, &rdir))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOO:subscribe", kwlist, &core_o, &fn, &producer,
+					 &to, &rdir))
 		return NULL;
+	if (to) {
+		timeout = PyFloat_AsDouble(to);
+		if (timeout == -1.0 && PyErr_Occurred())
+			return NULL;
+	}
 	if (evspy_parse_core(core_o, &core))
 		return NULL;
 	if (!PyCallable_Check(fn)) {
 		PyErr_Format(PyExc_TypeError, "fn %R is not callable", fn);
 		return NULL;
 	}
-	if (timeout < 0) {
-		PyErr_Format(PyExc_ValueError, "timeout %f: allowed is seconds >= 0", timeout);
+	if (!(timeout >= 0)) {
+		PyErr_Format(PyExc_ValueError, "timeout %R: allowed is seconds >= 0", to);
 		return NULL;
 	}
 	pthread_mutex_lock(&reg_mu);
@@ -374,9 +401,9 @@ static PyObject *sub_unsubscribe(PyObject *o, PyObject *unused)
 	sub_ask_stop(s);
 	if (pthread_equal(pthread_self(), s->thread))
 		Py_RETURN_NONE; /* from inside fn: the thread stops when fn returns */
-	Py_BEGIN_ALLOW_THREADS
-	sub_wait_finished(s, 0);
-	Py_END_ALLOW_THREADS
+	/* Ctrl-C ends the wait, not the stop: the thread was asked */
+	if (sub_wait_finished_py(s, 0) < 0)
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -386,7 +413,7 @@ static PyObject *sub_join(PyObject *o, PyObject *args, PyObject *kw)
 	struct sub *s = ((SubscriptionObject *)o)->s;
 	PyObject *to = Py_None;
 	double deadline = 0;
-	bool done;
+	int done;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:join", kwlist, &to))
 		return NULL;
@@ -401,9 +428,9 @@ static PyObject *sub_join(PyObject *o, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "join() from inside the subscription's callback");
 		return NULL;
 	}
-	Py_BEGIN_ALLOW_THREADS
-	done = sub_wait_finished(s, deadline);
-	Py_END_ALLOW_THREADS
+	done = sub_wait_finished_py(s, deadline);
+	if (done < 0)
+		return NULL;
 	return PyBool_FromLong(done);
 }
 

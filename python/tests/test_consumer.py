@@ -74,6 +74,37 @@ def test_an_event_carries_nothing_of_events_read_before_it(producer, name):
     ]
 
 
+def test_a_copy_has_every_attribute_of_the_event(producer, name):
+    # "the same fields and methods": every public attribute of Event, with
+    # the same value (the lease's own excepted: a copy has none)
+    s = evstream.connect(name, 0)
+    t = np.arange(6, dtype=np.float32).reshape(2, 3)
+    producer.emit_tensor(0, "a.weight", t, pipe=2)
+    producer.emit(0, 7, b"raw!")
+    producer.emit_tensor(0, "hello", None)
+    producer.emit(0, evstream.EVENT_TENSOR_READ, b"not a tensor read")
+    attrs = [a for a in dir(evstream.Event) if not a.startswith("_")]
+    assert {"payload_size", "nbytes", "data", "array", "copy", "held"} <= set(attrs)
+    kinds = []
+    for ev in itertools.islice(s, 4):
+        c = ev.copy()
+        kinds.append(ev.kind)
+        for a in attrs:
+            assert hasattr(c, a), "DetachedEvent has no %r" % a
+            mine, theirs = getattr(ev, a), getattr(c, a)
+            if a == "data":
+                assert bytes(mine) == bytes(theirs)
+            elif a == "array":
+                assert mine().tobytes() == theirs().tobytes() and mine().dtype == theirs().dtype
+            elif a in ("released", "held"):
+                assert theirs is False
+            elif not callable(mine):
+                assert mine == theirs, (ev.kind, a, mine, theirs)
+        assert c.payload_size > c.nbytes if ev.kind == "tensor" else True
+    assert kinds == ["tensor", "raw", "print", "bad"]
+    s.close()
+
+
 def test_read_with_timeout_returns_none(producer, name):
     with evstream.connect(name, 0) as s:
         assert s.read(0) is None
@@ -99,6 +130,22 @@ def test_read_batch(producer, name):
         assert seen == list(range(6))
         with pytest.raises(ValueError, match="n >= 1"):
             s.read_batch(0)
+
+
+def test_a_timeout_of_none_waits_for_read_and_read_batch_alike(producer, name):
+    # None: for as long as it takes, in read() as in read_batch(); the
+    # default of read_batch stays 0 (what is there)
+    with evstream.connect(name, 0) as s:
+        assert s.read_batch(4) == [] and s.read_batch(4, 0) == []
+        for read in (lambda: s.read(None), lambda: s.read_batch(3, timeout=None)):
+            t = threading.Timer(0.2, producer.emit, (0, 2, b"late"))
+            t.start()
+            got = read()
+            t.join()
+            ev = got[0] if isinstance(got, list) else got
+            assert bytes(ev.data) == b"late"
+            ev.release()
+            del got, ev
 
 
 def test_fileno_with_select(producer, name):

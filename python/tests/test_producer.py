@@ -4,6 +4,7 @@ views gathered by the library), emit, drops that return False and are
 counted, flush, stats, and refusals that name the bad value."""
 import array
 import ctypes
+import errno
 
 import numpy as np
 import pytest
@@ -94,6 +95,26 @@ def test_bfloat16_and_other_dtypes_numpy_lacks(producer, name):
     s.close()
 
 
+def test_bfloat16_argument_on_empty_tensors_as_on_others(producer, name):
+    # an empty tensor is checked and converted like one with elements
+    s = evstream.connect(name, 0)
+    for n in (0, 3):
+        assert producer.emit_tensor(0, "bf", np.zeros((2, n), np.uint16), dtype="bfloat16")
+        with s.read(5) as ev:
+            a = ev.array(bfloat16="float32")
+            assert (a.dtype, a.shape) == (np.float32, (2, n)), n
+            assert (ev.array().dtype, ev.array().shape) == (np.uint16, (2, n))
+            with pytest.raises(ValueError, match="allowed is None"):
+                ev.array(bfloat16="float64")
+        assert producer.emit_tensor(0, "f", np.zeros((2, n), np.float32))
+        with s.read(5) as ev:
+            with pytest.raises(ValueError, match="this tensor is float32, not bfloat16"):
+                ev.array(bfloat16="float32")
+            with pytest.raises(ValueError, match="this tensor is float32, not bfloat16"):
+                ev.copy().array(bfloat16="float32")
+    s.close()
+
+
 def test_shapes_at_the_limits(producer, name):
     s = evstream.connect(name, 0)
     eight = np.zeros((1, 2, 1, 2, 1, 2, 1, 2), np.int8)
@@ -141,6 +162,82 @@ def test_refusals_name_the_value(producer):
         evstream.Producer(None, 1, hugepages="sometimes")
     with pytest.raises(OSError, match="EVSTREAM_RING_BYTES|ring"):
         evstream.Producer(None, 1, ring_bytes=1)
+
+
+def test_non_native_byte_order_is_refused_whatever_dtype_says(producer, name):
+    # dtype= names the elements, it does not swap their bytes: a big-endian
+    # buffer would arrive byte-swapped, so it is refused, named, and nothing is sent
+    s = evstream.connect(name, 0)
+    be16 = (ctypes.c_uint16.__ctype_be__ * 2)(1, 2)            # a ctypes '>H' buffer
+    cases = [(np.arange(3, dtype=">f4"), "float32"), (np.arange(3, dtype=">f4"), None),
+             (np.array([16256, 49184], dtype=">u2"), "bfloat16"),
+             (np.arange(3, dtype=">i4"), "myint"), (be16, "bfloat16"), (be16, None)]
+    for a, dtype in cases:
+        with pytest.raises(TypeError, match=r"format '>.*' is big-endian; evstream tensors are "
+                                            r"little-endian"):
+            producer.emit_tensor(0, "be", a, dtype=dtype)
+    assert s.read(0) is None and producer.stats(0).produced == 0
+    # native order, however spelled, goes
+    for a in (np.arange(3, dtype="<f4"), np.arange(3, dtype="=f4"),
+              memoryview(np.arange(3, dtype="<f4").tobytes()).cast("f")):
+        assert producer.emit_tensor(0, "le", a, dtype="float32")
+        with s.read(5) as ev:
+            assert ev.array().tolist() == [0.0, 1.0, 2.0]
+    s.close()
+
+
+@pytest.mark.parametrize("call,exc,message", [
+    (lambda p, n: evstream.Producer(None, 1, ring_bytes=-1), ValueError,
+     r"^ring_bytes -1: allowed is 0 \(the default\) or a byte count from 4096 to half of "
+     r"this machine's memory$"),
+    (lambda p, n: evstream.Producer(None, 1, ring_bytes=2**64), ValueError,
+     r"^ring_bytes 18446744073709551616: allowed is 0 \(the default\) or a byte count from 4096"),
+    (lambda p, n: evstream.Producer(None, 1, max_events=-1), ValueError,
+     r"^max_events -1: allowed is 0 \(the default\) or a count from 1 to "),
+    (lambda p, n: evstream.Producer(None, 1, max_events=2**64), ValueError, r"^max_events 1844"),
+    (lambda p, n: evstream.Producer(None, -1), ValueError, r"^ncores -1: allowed is 1 to 4096$"),
+    (lambda p, n: evstream.Producer(None, 2**32 + 1), ValueError,
+     r"^ncores 4294967297: allowed is 1 to 4096$"),
+    (lambda p, n: evstream.Producer(None, 1, allow_gid=-1), ValueError,
+     r"^allow_gid -1: allowed is None or a group id from 0 to 4294967294$"),
+    (lambda p, n: evstream.Producer(None, 1, allow_gid=2**32), ValueError,
+     r"^allow_gid 4294967296: allowed is None or a group id from 0 to 4294967294$"),
+    (lambda p, n: p.emit(0, -1, b"x"), ValueError,
+     r"^type -1: allowed is 1 to 4294967295 \(0 is invalid\)$"),
+    (lambda p, n: p.emit(0, 2**64, b"x"), ValueError,
+     r"^type 18446744073709551616: allowed is 1 to 4294967295"),
+    (lambda p, n: p.emit(2**70, 5, b"x"), ValueError,
+     r"^core 1180591620717411303424: producer '.*' has cores 0 to 1$"),
+    (lambda p, n: p.stats(-1), ValueError, r"^core -1: producer '.*' has cores 0 to 1$"),
+    (lambda p, n: p.emit_tensor(0, "x", b"ab", pipe=2**40), ValueError,
+     r"^pipe 1099511627776: allowed is 0 or 1 \(stdout\) and 2 \(stderr\)$"),
+    (lambda p, n: p.emit_tensor(0, "x", b"ab", pipe=-1), ValueError, r"^pipe -1: allowed is 0"),
+    (lambda p, n: evstream.connect(n, 2**70), ValueError,
+     r"^core 1180591620717411303424: allowed is 0 to 4095"),
+    (lambda p, n: evstream.connect(n, -1), ValueError, r"^core -1: allowed is 0 to 4095"),
+    (lambda p, n: evstream.subscribe(2**70, print, producer=n), ValueError,
+     r"^core 1180591620717411303424: allowed is 0 to 4095"),
+], ids=["ring_bytes=-1", "ring_bytes=2**64", "max_events=-1", "max_events=2**64", "ncores=-1",
+        "ncores=2**32+1", "allow_gid=-1", "allow_gid=2**32", "type=-1", "type=2**64",
+        "core=2**70", "stats(-1)", "pipe=2**40", "pipe=-1", "connect core=2**70",
+        "connect core=-1", "subscribe core=2**70"])
+def test_out_of_range_values_are_named_as_given(producer, name, call, exc, message):
+    # the value the caller gave, never its wrapped unsigned form, and the range
+    with pytest.raises(exc, match=message) as e:
+        call(producer, name)
+    assert type(e.value) is exc
+
+
+def test_a_core_the_producer_does_not_have_is_einval(producer, name):
+    # 0 to 4095 are cores (else ValueError, above); one this producer does not
+    # have is the library's refusal: OSError(EINVAL) naming the producer's range
+    with pytest.raises(OSError, match=r"core 2 is out of range: producer '%s' has cores 0 to 1"
+                       % name) as e:
+        evstream.connect(name, 2)
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(OSError) as e:
+        evstream.connect(name, 4095)
+    assert e.value.errno == errno.EINVAL
 
 
 def test_bad_environment_is_named(monkeypatch):

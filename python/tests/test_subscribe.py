@@ -135,6 +135,36 @@ def test_subscribe_errors(producer, name):
         evstream.subscribe(4096, print, producer=name)
 
 
+JOIN_CTRL_C = textwrap.dedent("""
+    import os, signal, threading, time, evstream
+    p = evstream.Producer({name!r}, 1, ring_bytes=1 << 20)
+    sub = evstream.subscribe(0, lambda ev: None, producer={name!r})
+    def watchdog():                         # a join that ignores Ctrl-C hangs: say so
+        time.sleep(30)
+        print("join ignored SIGINT", flush=True)
+        os._exit(3)
+    threading.Thread(target=watchdog, daemon=True).start()
+    assert sub.join(0.2) is False           # the producer lives: a timeout still ends it
+    assert sub.join(timeout=0) is False
+    for args in ((), (3600,)):
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            sub.join(*args)
+            print("join returned", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", args, flush=True)
+    assert sub.running
+    sub.unsubscribe()
+    assert sub.join() is True and sub.join(0) is True
+""")
+
+
+def test_join_is_interrupted_by_ctrl_c():
+    r = run_python(JOIN_CTRL_C.format(name=unique("join")), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["interrupted ()", "interrupted (3600,)"], r.stdout
+
+
 SHUTDOWN = textwrap.dedent("""
     import sys, threading, time, numpy as np, evstream
     mode = sys.argv[1] if len(sys.argv) > 1 else {mode!r}

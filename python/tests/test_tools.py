@@ -3,11 +3,12 @@
 directories: exit 0/1/2) and tail (a live view with gaps and drops)."""
 import json
 import subprocess
+import time
 
 import numpy as np
 import pytest
 
-from conftest import PY, env, tool, unique
+from conftest import DEADLINE, PY, env, tool, unique, wait_for
 
 NPY = {"float32": "<f4", "float64": "<f8", "bfloat16": "<u2", "int32": "<i4", "float16": "<f2"}
 
@@ -52,6 +53,17 @@ def test_identical_dumps_match(tmp_path):
     rc, out, err = compare(tmp_path / "a", tmp_path / "b")
     assert rc == 0, err
     assert "all 4 tensors match" in out and "first divergence" not in out
+
+
+def test_a_dump_against_itself_by_the_same_path(tmp_path):
+    # the same directory twice (A and B are read apart: each side counts the
+    # occurrences of its prefixes), repeated prefixes included
+    t = model() + [(0, "embed", "float32", np.ones((2, 2), np.float32))]
+    write_dump(tmp_path / "a", t)
+    for other in (tmp_path / "a", "%s/./a" % tmp_path):
+        rc, out, err = compare(tmp_path / "a", other)
+        assert rc == 0, out + err
+        assert "all 5 tensors match" in out
 
 
 def test_the_first_divergence_is_reported_with_its_worst_element(tmp_path):
@@ -161,6 +173,44 @@ def test_bad_input_is_named_exit_2(tmp_path):
     assert rc == 2 and "--atol -1.0: allowed is a number >= 0" in err
 
 
+def test_unreadable_index_and_files_are_named_exit_2(tmp_path):
+    # bad bytes in the index, lines that are not objects, and files that are
+    # not NumPy arrays of numbers: exit 2 with the file named, never a traceback
+    write_dump(tmp_path / "a", model())
+
+    def broken(tag, change):
+        d = tmp_path / tag
+        write_dump(d, model())
+        change(d)
+        rc, out, err = compare(tmp_path / "a", d)
+        assert rc == 2 and "Traceback" not in err, (tag, out, err)
+        return err
+
+    def index_line(d, text):
+        with open(d / "index.jsonl", "ab") as f:
+            f.write(text)
+
+    err = broken("utf8", lambda d: index_line(d, b'{"kind": "print", "prefix": "\xff"}\n'))
+    assert "utf8/index.jsonl line 7: not an index line" in err and "UTF-8" in err
+    err = broken("list", lambda d: index_line(d, b"[1, 2]\n"))
+    assert "list/index.jsonl line 7: not an index line (a JSON array, not an object)" in err
+    npy = "c0/000000000000.npy"
+    err = broken("str", lambda d: np.save(d / npy, np.full((4, 8), "x")))
+    assert "str/%s: core 0 seq 0 'embed': the file holds <U1 elements, not numbers" % npy in err
+    def npz(d):
+        with open(d / npy, "wb") as f:          # np.savez(path) would add .npz to the name
+            np.savez(f, np.zeros((4, 8), np.float32))
+
+    err = broken("npz", npz)
+    assert "npz/%s: core 0 seq 0 'embed': not a NumPy array file we can read: a .npz " \
+        "archive, not a .npy file" % npy in err
+    err = broken("junk", lambda d: (d / npy).write_bytes(b"garbage, not an array"))
+    assert "junk/%s: core 0 seq 0 'embed': not a NumPy array file we can read: it does not " \
+        "start as a .npy file does (b'garbag')" % npy in err and "pickled" not in err
+    err = broken("short", lambda d: (d / npy).write_bytes((d / npy).read_bytes()[:-8]))
+    assert "short/%s: core 0 seq 0 'embed': not a NumPy array file we can read: " % npy in err
+
+
 def demo_dump(procs, out, seed, extra=()):
     name = unique("cmp")
     demo = procs.start([tool("evs-demo"), "--name", name, "--cores", "2", "--events", "150",
@@ -230,6 +280,69 @@ def test_tail_shows_what_the_producer_wrote_without_obeying_it(procs):
     assert lines[0].endswith(" step 1: \\x1b[2Jcleared\\x0d"), lines[0]
     assert "tensor" in lines[1] and " w\\x07 [1 1 1]" in lines[1], lines[1]
     assert "ring_full  too_big  no_consumer  no_memory" in err
+
+
+def test_tail_into_a_pipe_that_closes_exits_quietly(procs):
+    # `tail P | head -3`: the reader goes; tail stops, no traceback, exit 0
+    import evstream
+    name = unique("tail")
+    with evstream.Producer(name, 1, ring_bytes=1 << 20) as p:
+        tail = procs.start([PY, "-m", "evstream", "tail", name, "--wait", "30"], env=env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert p.wait_connected(0, timeout=60), "tail did not connect"
+        for i in range(3):
+            p.emit_tensor(0, "line %d" % i)
+        lines = [tail.stdout.readline() for _ in range(3)]
+        assert all(b"line" in line for line in lines), lines
+        tail.stdout.close()                  # as head does after its lines
+        deadline = time.monotonic() + DEADLINE
+        while tail.poll() is None and time.monotonic() < deadline:
+            p.emit_tensor(0, "more", np.zeros(256, np.float32))
+            time.sleep(0.002)
+        err = tail.stderr.read().decode()
+    assert tail.wait(60) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "Exception" not in err, err
+    assert "ring_full  too_big  no_consumer  no_memory" in err, err
+
+
+def wait_loaded(pid):
+    """Until the process has the evstream library mapped (Python is up and
+    handles SIGINT by raising KeyboardInterrupt)."""
+    def loaded():
+        with open("/proc/%d/maps" % pid) as f:
+            return "libevstream" in f.read()
+    wait_for(loaded, "process %d to load libevstream" % pid)
+
+
+def test_tail_ctrl_c_while_waiting_for_the_producer(procs):
+    import signal
+    tail = procs.start([PY, "-m", "evstream", "tail", unique("nobody"), "--wait", "600"],
+                       env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_loaded(tail.pid)
+    time.sleep(0.2)                         # into the wait (any moment will do)
+    tail.send_signal(signal.SIGINT)
+    out, err = tail.communicate(timeout=60)
+    assert tail.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    # (the message when the signal found it waiting, as it does but on a very slow machine)
+    assert out == "" and ("interrupted while waiting for producer" in err or err == ""), err
+
+
+def test_tail_ctrl_c_shows_the_table(procs):
+    import signal
+    import evstream
+    name = unique("tail")
+    with evstream.Producer(name, 1, ring_bytes=1 << 20) as p:
+        tail = procs.start([PY, "-m", "evstream", "tail", name, "--wait", "30"], env=env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.wait_connected(0, timeout=60), "tail did not connect"
+        p.emit_tensor(0, "one")
+        assert "one" in tail.stdout.readline()
+        tail.send_signal(signal.SIGINT)
+        out, err = tail.communicate(timeout=60)
+    assert tail.returncode == 0, err
+    assert "Traceback" not in err and "tail: 1 events" in err, err
+    assert err.splitlines()[-1].split()[:2] == ["0", "1"], err     # core 0, 1 event
 
 
 def test_tail_and_compare_usage_errors():

@@ -103,7 +103,106 @@ def test_watch_a_model_and_dump_every_output(procs, tmpdir_fast):
     assert any(not t.is_contiguous() for _, t in seen)   # strided outputs among them
 
 
-def test_dtypes_without_a_name_are_refused():
+class Odd(torch.nn.Module):
+    """Outputs evstream has no dtype name for, and one it cannot send."""
+
+    def forward(self, x):
+        c = torch.view_as_complex(x.reshape(-1, 2))               # complex64
+        q = torch.quantize_per_tensor(x, 0.1, 0, torch.qint8)     # no NumPy view at all
+        return c, q, x + 1
+
+
+def test_outputs_without_a_dtype_name_go_opaque_or_are_skipped_never_breaking_the_model(
+        name, caplog):
+    import logging
+    model = torch.nn.Sequential(Odd())
+    x = torch.arange(8, dtype=torch.float32)
+    with evstream.Producer(name, 1, ring_bytes=1 << 20) as p:
+        s = evstream.connect(name, 0)
+        with caplog.at_level(logging.WARNING, logger="evstream"):
+            with evs_torch.watch(model, p) as w:
+                with torch.no_grad():
+                    for _ in range(2):
+                        out = model(x)                  # the forward pass completes
+        assert torch.equal(out[2], x + 1)
+        got = []
+        while (ev := s.read(0)) is not None:
+            with ev:
+                got.append((ev.prefix, ev.dtype, ev.elem_size, ev.shape, bytes(ev.data)))
+        s.close()
+    c = torch.view_as_complex(x.reshape(-1, 2))
+    one = [("0[0]", "complex64", 8, (4,), c.numpy().tobytes()),
+           ("0[2]", "float32", 4, (8,), (x + 1).numpy().tobytes())]
+    assert got == (one + [(pfx.replace("0", "model", 1), *rest) for pfx, *rest in one]) * 2
+    # the quantized outputs (module and model) were skipped, counted, and
+    # logged once each: the first time
+    assert (w.emitted, w.dropped, w.skipped) == (8, 0, 4)
+    logged = [r.getMessage() for r in caplog.records if r.name == "evstream"]
+    assert len(logged) == 2, logged
+    assert logged[0].startswith("evstream.torch.watch: the output 0[1] (torch.qint8, shape (8,)) "
+                                "is skipped: "), logged[0]
+    assert "model[1]" in logged[1] and ".skipped" in logged[0]
+
+
+def test_emit_tensor_of_dtypes_without_a_name():
     with evstream.Producer(None, 1) as p:
-        with pytest.raises(TypeError, match="dtype torch.complex64 has no evstream name"):
-            evs_torch.emit_tensor(p, 0, "c", torch.zeros(2, dtype=torch.complex64))
+        s = evstream.connect(None, 0)
+        z = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64).conj().resolve_conj()
+        assert evs_torch.emit_tensor(p, 0, "c", z.t())
+        with s.read(5) as ev:
+            assert (ev.dtype, ev.elem_size, ev.array().dtype) == ("complex64", 8, np.dtype("V8"))
+            assert bytes(ev.data) == z.numpy().tobytes()
+        with pytest.raises(TypeError, match="quantized"):
+            evs_torch.emit_tensor(p, 0, "q", torch.quantize_per_tensor(
+                torch.zeros(2), 0.1, 0, torch.qint8))
+        s.close()
+
+
+def test_watch_checks_its_arguments(name):
+    model = torch.nn.Linear(2, 2)
+    with pytest.raises(TypeError, match="producer 'a-name': allowed is an evstream.Producer"):
+        evs_torch.watch(model, "a-name")
+    with evstream.Producer(name, 2) as p:
+        with pytest.raises(ValueError, match="core 2: producer .* has cores 0 to 1"):
+            evs_torch.watch(model, p, core=2)
+        with pytest.raises(TypeError, match="core '1'"):
+            evs_torch.watch(model, p, core="1")
+        with pytest.raises(ValueError, match="pipe 3: allowed is 0 or 1"):
+            evs_torch.watch(model, p, pipe=3)
+        assert not model._forward_hooks                  # nothing was registered
+    with pytest.raises(ValueError, match="closed"):
+        evs_torch.watch(model, p)
+
+
+def test_tensor_of_an_event_views_the_ring_and_holds_its_record(name):
+    import gc
+    f32 = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    bf = torch.tensor([1.0, -2.5, 3.140625], dtype=torch.bfloat16)
+    c = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64)
+    with evstream.Producer(name, 1, ring_bytes=1 << 20) as p:
+        s = evstream.connect(name, 0)
+        for prefix, t in (("f32", f32.t()), ("bf", bf), ("c", c)):
+            assert evs_torch.emit_tensor(p, 0, prefix, t)
+            ev = s.read(5)
+            got = evs_torch.tensor(ev)
+            ev.release()
+            assert ev.held and s.held == 1           # the tensor holds the record
+            assert got.dtype == t.dtype and torch.equal(got, t.contiguous()), prefix
+            while p.emit(0, 9, b"x" * 4096):        # the ring fills; the held bytes stay
+                pass
+            assert torch.equal(got, t.contiguous()), prefix
+            del got
+            gc.collect()
+            assert not ev.held and s.held == 0, prefix
+            while (e := s.read(0)) is not None:
+                e.release()
+        assert p.emit(0, 9, b"raw")
+        with s.read(5) as ev:
+            assert evs_torch.tensor(ev).tolist() == list(b"raw")   # raw: its bytes
+        with pytest.raises(evstream.LeaseError):
+            evs_torch.tensor(ev)
+        assert p.emit_tensor(0, "u16", np.arange(3, dtype=np.uint16))
+        with s.read(5) as ev:
+            with pytest.raises(TypeError, match="u16.*uint16.*ev.array()"):
+                evs_torch.tensor(ev)
+        s.close()
