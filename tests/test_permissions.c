@@ -340,39 +340,36 @@ START_TEST(test_other_uid_cannot_reopen_its_read_only_files_writable)
 }
 END_TEST
 
-/* The consumer's view of the producer's page is read-only for good: the
- * control file it is given is read-only, its own page is another file. */
-START_TEST(test_consumer_control_page_cannot_be_made_writable)
+/* mprotect(PROT_WRITE) on a consumer's mapping of the producer's page
+ * (page0) or of the ring fails: it only ever had read-only files of them. */
+static void assert_consumer_view_read_only(const char *tag, bool page0)
 {
 	struct perm t;
 	struct evs_consumer *c;
 
-	perm_open(&t, "roctl", false);
+	perm_open(&t, tag, false);
 	c = connect_in(&t);
 	ck_assert_msg(c, "consumer: %s", evs_errmsg());
-	ck_assert_int_ne(mprotect((void *)c->prod, 4096, PROT_READ | PROT_WRITE), 0);
+	ck_assert_int_ne(mprotect(page0 ? (void *)c->prod : (void *)c->data, 4096,
+				  PROT_READ | PROT_WRITE), 0);
 	ck_assert_int_eq(errno, EACCES);
 	/* its own page stays writable */
 	WRITE_ONCE(&c->cons->released, c->cons->released);
 	evs_consumer__free(c);
 	perm_close(&t);
 }
+
+/* The consumer's view of the producer's page is read-only for good: the
+ * control file it is given is read-only, its own page is another file. */
+START_TEST(test_consumer_control_page_cannot_be_made_writable)
+{
+	assert_consumer_view_read_only("roctl", true);
+}
 END_TEST
 
-/* A consumer cannot make its view of the ring writable: it only ever had
- * a read-only file. */
 START_TEST(test_consumer_ring_view_cannot_be_made_writable)
 {
-	struct perm t;
-	struct evs_consumer *c;
-
-	perm_open(&t, "rodata", false);
-	c = connect_in(&t);
-	ck_assert_msg(c, "consumer: %s", evs_errmsg());
-	ck_assert_int_ne(mprotect((void *)c->data, 4096, PROT_READ | PROT_WRITE), 0);
-	ck_assert_int_eq(errno, EACCES);
-	evs_consumer__free(c);
-	perm_close(&t);
+	assert_consumer_view_read_only("rodata", false);
 }
 END_TEST
 
