@@ -179,6 +179,7 @@ void limit_efd_wake(struct lat *out, bool use_poll);
  * rate, n of them; its samples are also added to *all. -1 when its memory
  * cannot be had. */
 int limit_line_message(double rate, uint64_t n, struct lat *out, struct hist *all);
+void oneway_probe_run(void); /* evs-bench --only oneway (floor.c) */
 struct tput alt_measure(bool sock, size_t size, const uint8_t *src);
 /* The bare ring (bare.c); stamped: a TSC read per record and the reader
  * paced as evstream's default consumer. */

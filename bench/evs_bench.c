@@ -25,7 +25,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: evs-bench [--quick] [--json] [--secs S] [--ring-mb N] [--plot-dir DIR]\n"
-		"                 [--drops-json FILE] [--only limits|tput|cost|lat|drops|lttng|dropfree]\n"
+		"                 [--drops-json FILE] [--only limits|tput|cost|lat|drops|lttng|dropfree|oneway]\n"
 		"                 [--variant SUBSTR] [--payload BYTES] [--rounds N] [--window S]\n"
 		"  --quick        shorter runs (about a minute and a half in all instead of six)\n"
 		"  --json         one JSON document on stdout; the human table goes to stderr\n"
@@ -40,7 +40,9 @@ static void usage(FILE *f)
 		"  --window S     drop-free rate: seconds of each trial, 0.01 to 3600\n"
 		"                 (default 10, quick 2)\n"
 		"  --plot-dir DIR write throughput.dat and latency.dat for bench/plot.gp\n"
-		"  --drops-json F fold the output of evs-bench-drops --json into the report\n");
+		"  --drops-json F fold the output of evs-bench-drops --json into the report\n"
+		"  --only oneway  a probe, not in the whole run: the one-line message at\n"
+		"                 10 k/s taken apart (no pause, one line, stamp after store)\n");
 }
 
 static void read_line_of(const char *path, const char *key, char *out, size_t len)
@@ -239,9 +241,10 @@ int main(int argc, char **argv)
 		case 'o':
 			if (strcmp(optarg, "limits") && strcmp(optarg, "tput") &&
 			    strcmp(optarg, "cost") && strcmp(optarg, "lat") && strcmp(optarg, "drops") &&
-			    strcmp(optarg, "lttng") && strcmp(optarg, "dropfree")) {
+			    strcmp(optarg, "lttng") && strcmp(optarg, "dropfree") &&
+			    strcmp(optarg, "oneway")) {
 				fprintf(stderr, "evs-bench: --only '%s' is not a part: use limits, tput, "
-					"cost, lat, drops, lttng or dropfree\n", optarg);
+					"cost, lat, drops, lttng, dropfree or oneway\n", optarg);
 				return 2;
 			}
 			bopt.only = optarg;
@@ -309,6 +312,9 @@ int main(int argc, char **argv)
 		lttng_run();
 	if (PART("dropfree"))
 		dropfree_run();
+	/* a probe, never part of the whole run */
+	if (bopt.only && !strcmp(bopt.only, "oneway"))
+		oneway_probe_run();
 	lttng_done();
 	drops_bpf_fold();
 	if (!bopt.only)

@@ -35,10 +35,24 @@ struct floor_slot {
 	uint64_t ts;
 } __attribute__((aligned(64)));
 
+/* Ways of sending the message other than the floor's, for the probe
+ * (evs-bench --only oneway): each takes one thing away or changes it. */
+struct floor_way {
+	const char *name;
+	bool no_pause;    /* the consumer polls without cpu_relax() */
+	bool one_line;    /* every message in slot 0 instead of a new line each */
+	bool stamp_after; /* the producer reads the clock after its store */
+};
+
+static const struct floor_way floor_default = { .name = "one-line message" };
+
 static struct {
 	struct floor_slot *slot;
 	uint64_t n, interval_ns;
 	double ns_per_stamp;
+	struct floor_way way;
+	uint64_t *sent_at; /* stamp_after: the producer's stamps, by message */
+	uint64_t *seen_at; /* stamp_after: the consumer's */
 	_Atomic uint64_t consumed __attribute__((aligned(128))); /* every 1024 messages */
 	struct hist h;
 } fl;
@@ -46,16 +60,23 @@ static struct {
 static void *floor_producer(void *arg)
 {
 	uint64_t t0 = cli_now_ns() + 1000000;
+	const struct floor_way w = fl.way;
 
 	(void)arg;
 	for (uint64_t i = 0; i < fl.n; i++) {
-		struct floor_slot *s = &fl.slot[i % FLOOR_SLOTS];
+		struct floor_slot *s = &fl.slot[w.one_line ? 0 : i % FLOOR_SLOTS];
 
 		bench_spin_until(t0 + i * fl.interval_ns);
 		/* never overwrite a slot the consumer has not passed;
 		 * acquire pairs with the release of consumed in floor_consumer */
-		while (i - atomic_load_explicit(&fl.consumed, memory_order_acquire) >= FLOOR_SLOTS)
+		while (i - atomic_load_explicit(&fl.consumed, memory_order_acquire) >=
+		       (w.one_line ? 1 : FLOOR_SLOTS))
 			cpu_relax();
+		if (w.stamp_after) {
+			atomic_store_explicit(&s->seq, i + 1, memory_order_release);
+			fl.sent_at[i] = bench_stamp();
+			continue;
+		}
 		s->ts = bench_stamp();
 		/* release: ts is visible before seq; pairs with the consumer's acquire */
 		atomic_store_explicit(&s->seq, i + 1, memory_order_release);
@@ -65,18 +86,25 @@ static void *floor_producer(void *arg)
 
 static void *floor_consumer(void *arg)
 {
+	const struct floor_way w = fl.way;
+
 	(void)arg;
 	for (uint64_t i = 0; i < fl.n; i++) {
-		struct floor_slot *s = &fl.slot[i % FLOOR_SLOTS];
+		struct floor_slot *s = &fl.slot[w.one_line ? 0 : i % FLOOR_SLOTS];
 		uint64_t now, d;
 
 		/* acquire pairs with the producer's release of seq: ts is in */
 		while (atomic_load_explicit(&s->seq, memory_order_acquire) != i + 1)
-			cpu_relax();
+			if (!w.no_pause)
+				cpu_relax();
 		now = stamp_after_load();
-		d = now > s->ts ? now - s->ts : 0;
-		hist_add(&fl.h, (uint64_t)((double)d * fl.ns_per_stamp + 0.5));
-		if ((i & 1023) == 1023)
+		if (w.stamp_after) {
+			fl.seen_at[i] = now;
+		} else {
+			d = now > s->ts ? now - s->ts : 0;
+			hist_add(&fl.h, (uint64_t)((double)d * fl.ns_per_stamp + 0.5));
+		}
+		if (w.one_line || (i & 1023) == 1023)
 			/* release: the slots before i are read; pairs with the
 			 * producer's acquire of consumed */
 			atomic_store_explicit(&fl.consumed, i + 1, memory_order_release);
@@ -99,24 +127,110 @@ static double stamp_rate(void)
 	return c1 > c0 ? (double)(t1 - t0) / (double)(c1 - c0) : 1.0;
 }
 
-int limit_line_message(double rate, uint64_t n, struct lat *out, struct hist *all)
+/* n messages at rate the way w; their latencies go to fl.h. -1 when there
+ * is no memory for them. */
+static int floor_send(const struct floor_way *w, double rate, uint64_t n)
 {
 	size_t bytes = FLOOR_SLOTS * sizeof(struct floor_slot);
 
-	fl.slot = bench_area(bytes);
 	hist_init(&fl.h);
-	if (!fl.slot) {
-		lat_from_hist(out, &fl.h); /* no samples: NAN figures */
+	fl.slot = bench_area(bytes);
+	fl.sent_at = w->stamp_after ? calloc(n, sizeof(uint64_t)) : NULL;
+	fl.seen_at = w->stamp_after ? calloc(n, sizeof(uint64_t)) : NULL;
+	if (!fl.slot || (w->stamp_after && (!fl.sent_at || !fl.seen_at))) {
+		free(fl.sent_at);
+		free(fl.seen_at);
+		if (fl.slot)
+			bench_area_free(fl.slot, bytes);
 		return -1;
 	}
 	if (!fl.ns_per_stamp)
 		fl.ns_per_stamp = stamp_rate();
+	fl.way = *w;
 	fl.n = n;
 	fl.interval_ns = (uint64_t)(1e9 / rate);
 	atomic_store(&fl.consumed, 0);
 	bench_pair(floor_producer, NULL, floor_consumer, NULL);
+	for (uint64_t i = 0; w->stamp_after && i < n; i++) {
+		uint64_t d = fl.seen_at[i] > fl.sent_at[i] ? fl.seen_at[i] - fl.sent_at[i] : 0;
+
+		hist_add(&fl.h, (uint64_t)((double)d * fl.ns_per_stamp + 0.5));
+	}
+	free(fl.sent_at);
+	free(fl.seen_at);
 	bench_area_free(fl.slot, bytes);
-	lat_from_hist(out, &fl.h);
-	hist_merge(all, &fl.h);
 	return 0;
+}
+
+int limit_line_message(double rate, uint64_t n, struct lat *out, struct hist *all)
+{
+	int err = floor_send(&floor_default, rate, n);
+
+	lat_from_hist(out, &fl.h); /* no samples on failure: NAN figures */
+	if (!err)
+		hist_merge(all, &fl.h);
+	return err;
+}
+
+/*
+ * What the one-line message costs, taken apart (evs-bench --only oneway):
+ * at 10 k/s, in alternating rounds, the cache line's one-way time, the
+ * message as the floor sends it, and the message without cpu_relax() in
+ * the polling loop, in one line reused for all, and stamped after the
+ * store. A probe for the results page's account of the busy-poll
+ * latency, not a target: its p50s next to the line's.
+ */
+void oneway_probe_run(void)
+{
+	static const struct floor_way ways[] = {
+		{ .name = "one-line message" },
+		{ .name = "  without pause in the poll loop", .no_pause = true },
+		{ .name = "  one line reused", .one_line = true },
+		{ .name = "  stamped after the store", .stamp_after = true },
+	};
+	enum { NWAYS = sizeof(ways) / sizeof(ways[0]) };
+	const double rate = 10000;
+	const uint64_t n = (uint64_t)(rate * (bopt.quick ? 0.4 : 4.0));
+	double p50[NWAYS][MAX_ROUNDS], line[MAX_ROUNDS];
+
+	say("\n== the one-line message at 10 k/s, taken apart (%d round(s) of %llu messages; p50 ns,\n"
+	    "   and x the cache line's one-way time measured right before, median of the rounds)\n",
+	    bopt.rounds, (unsigned long long)n);
+	for (int r = 0; r < bopt.rounds; r++) {
+		struct lat l;
+
+		progress("one-way probe round %d of %d", r + 1, bopt.rounds);
+		limit_line_oneway(&l);
+		line[r] = l.p50;
+		for (int k = 0; k < NWAYS; k++) {
+			if (floor_send(&ways[k], rate, n)) {
+				warn("one-way probe: no memory for the messages");
+				return;
+			}
+			lat_from_hist(&l, &fl.h);
+			p50[k][r] = l.p50;
+		}
+	}
+	rep_section("oneway_probe");
+	say("   %-34s p50 %.0f ns (rounds", "cache line one-way", median(line, bopt.rounds));
+	for (int r = 0; r < bopt.rounds; r++)
+		say(" %.0f", line[r]);
+	say(")\n");
+	for (int k = 0; k < NWAYS; k++) {
+		double x[MAX_ROUNDS];
+
+		for (int r = 0; r < bopt.rounds; r++)
+			x[r] = p50[k][r] / line[r];
+		say("   %-34s p50 %.0f ns (rounds", ways[k].name, median(p50[k], bopt.rounds));
+		for (int r = 0; r < bopt.rounds; r++)
+			say(" %.0f", p50[k][r]);
+		say("), %.2fx the line\n", median(x, bopt.rounds));
+		rep_obj_begin();
+		rep_str("way", ways[k].name[0] == ' ' ? ways[k].name + 2 : ways[k].name);
+		rep_num("p50_ns", median(p50[k], bopt.rounds));
+		rep_num("line_oneway_ns", median(line, bopt.rounds));
+		rep_num("p50_x_line", median(x, bopt.rounds));
+		rep_obj_end();
+	}
+	rep_section_end();
 }

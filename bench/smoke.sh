@@ -26,6 +26,7 @@ done
 EVSTREAM_CATCHUP_NS=1500 "$bin" --quick --json --only cost > "$out/cost.json" 2> "$out/cost.log" || { cat "$out/cost.log"; echo "FAIL: evs-bench cost"; exit 1; }
 "$bin" --quick --json --only drops > "$out/drops.json" 2> "$out/drops.log" || { cat "$out/drops.log"; echo "FAIL: evs-bench drops"; exit 1; }
 "$bin" --quick --json --only lat --rounds 2 > "$out/lat.json" 2> "$out/lat.log" || { cat "$out/lat.log"; echo "FAIL: evs-bench lat"; exit 1; }
+"$bin" --quick --json --only oneway --rounds 1 > "$out/oneway.json" 2> "$out/oneway.log" || { cat "$out/oneway.log"; echo "FAIL: evs-bench oneway"; exit 1; }
 
 # LTTng-UST next to evstream's default path: both rows; LTTng's events add
 # up (emitted = recorded + discarded) and its recorded count is the one
@@ -118,7 +119,7 @@ done
 for bad in lim tputs "" all; do
 	"$bin" --only "$bad" > "$out/bad.log" 2>&1
 	rc=$?
-	[ $rc -eq 2 ] && grep -q "only '$bad' is not a part: use limits, tput, cost, lat, drops, lttng or dropfree" "$out/bad.log" ||
+	[ $rc -eq 2 ] && grep -q "only '$bad' is not a part: use limits, tput, cost, lat, drops, lttng, dropfree or oneway" "$out/bad.log" ||
 		{ cat "$out/bad.log"; echo "FAIL: --only '$bad' gave exit $rc"; exit 1; }
 done
 
@@ -238,6 +239,16 @@ print("ok: evs-bench report: 64 B zero-copy %.0f events/s (%.1fx pipe), drops %.
       "%.1f / %.1f ns per event"
       % (r["events_s"], r["x_pipe"], causes["no_consumer"]["ns_per_drop"], causes["ring_full"]["ns_per_drop"],
          c[1]["producer_ns"], c[1]["consumer_ns"]))
+PY
+# the one-way probe: the message four ways, each with a figure and the line's
+"$py" - "$out/oneway.json" <<'PY' || exit 1
+import json, sys
+ways = json.load(open(sys.argv[1]))["oneway_probe"]
+assert [w["way"] for w in ways] == ["one-line message", "without pause in the poll loop",
+                                    "one line reused", "stamped after the store"], ways
+for w in ways:
+    assert w["p50_ns"] > 0 and w["line_oneway_ns"] > 0 and w["p50_x_line"] > 0, w
+print("ok: evs-bench oneway: " + ", ".join("%s %.0f ns" % (w["way"], w["p50_ns"]) for w in ways))
 PY
 # evs-bench-drops alternates rounds without and with the BPF program; the
 # program must count every drop made while it was attached, exactly
