@@ -667,6 +667,18 @@ START_TEST(test_consumer_refuses_truncated_welcome)
 }
 END_TEST
 
+/* A producer of another layout major refuses the hello: the consumer says
+ * so, naming its ABI, not a bare "Protocol not supported". */
+START_TEST(test_consumer_names_an_abi_refusal)
+{
+	struct evs_welcome w = welcome(RING);
+
+	w.status = -EPROTONOSUPPORT;
+	ck_assert_int_eq(connect_fake("abi", &w, NULL, 0), EPROTONOSUPPORT);
+	ck_assert_msg(strstr(evs_errmsg(), "shared-memory ABI"), "message: %s", evs_errmsg());
+}
+END_TEST
+
 START_TEST(test_consumer_maps_out_of_range_status_to_eproto)
 {
 	struct evs_welcome w = welcome(RING);
@@ -853,6 +865,7 @@ int main(void)
 	tcase_add_test(tf, test_consumer_refuses_a_regular_file_for_its_eventfd);
 	tcase_add_test(tf, test_consumer_closes_surplus_fds_of_a_welcome);
 	tcase_add_test(tf, test_consumer_refuses_welcome_without_fds);
+	tcase_add_test(tf, test_consumer_names_an_abi_refusal);
 	tcase_add_test(tf, test_consumer_maps_out_of_range_status_to_eproto);
 	tcase_add_test(tf, test_consumer_names_a_producer_hanging_up_mid_handshake);
 	tcase_add_test(tf, test_consumer_refuses_truncated_welcome);

@@ -209,6 +209,10 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 			evs_fail(EBUSY, "core %u of producer '%s' already has a consumer", core, name);
 		else if (err == -EACCES)
 			evs_fail(EACCES, "producer '%s' refused this uid/gid", name);
+		else if (err == -EPROTONOSUPPORT)
+			evs_fail(EPROTONOSUPPORT, "producer '%s' refused this consumer's shared-memory "
+				 "ABI %u (of another major than its own): run the same evstream release on "
+				 "both sides", name, EVS_ABI_MAJOR);
 		else
 			evs_fail(-err, "producer '%s' refused: %s", name, evs_strerror(err));
 		goto err_close;
