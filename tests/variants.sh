@@ -15,6 +15,10 @@
 #   nohuge    EVSTREAM_HUGEPAGES=off over the normal build, as on a
 #             machine without huge pages: the unit suites, whose huge-page
 #             variants skip loudly
+#   oldefd    CFLAGS+=-DEVS_EFD_NO_NOWAIT_READS: eventfd reads as on a
+#             kernel without RWF_NOWAIT for them (before 5.12; wakeup.c
+#             puts O_NONBLOCK back and polls first); the suites of the
+#             wakeup protocol and of a hostile eventfd
 #   nopyext   PY_DEV= (no Python.h, as without python3-dev): the Python
 #             package is staged without its extension, `make` says so in
 #             one line, `import evstream` takes the pure-Python fallback
@@ -151,6 +155,19 @@ v_nohuge() {
 	return "$rc"
 }
 
+v_oldefd() {
+	build oldefd CFLAGS+=-DEVS_EFD_NO_NOWAIT_READS || return 1
+	# the flag starts set: initialised data, not bss (not `nm | grep -q`:
+	# with pipefail, nm dying of SIGPIPE would fail a match)
+	local syms
+	syms=$(nm "$V/oldefd/libevstream.so")
+	if ! grep -q ' d no_nowait_reads$' <<<"$syms"; then
+		say "oldefd: the library does not start with RWF_NOWAIT reads off"
+		return 1
+	fi
+	suites "$V/oldefd" test_untrusted test_readiness test_xproc test_nrt
+}
+
 v_nopyext() {
 	local b=$V/nopyext n impl
 	build nopyext PY_DEV= || return 1
@@ -179,7 +196,7 @@ v_nopyext() {
 	fi
 }
 
-for v in ${VARIANTS:-noprobes nosdt nobpf clang nohuge nopyext}; do
+for v in ${VARIANTS:-noprobes nosdt nobpf clang nohuge oldefd nopyext}; do
 	t0=$SECONDS
 	say "===== $v"
 	if declare -F "v_$v" >/dev/null && "v_$v"; then

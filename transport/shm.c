@@ -3,11 +3,11 @@
  * Backing memory of a stream: a control memfd (the producer's page), a
  * consumer memfd (the consumer's page) and a data memfd (huge pages when
  * budget.c chose them), and the mappings: the two pages side by side, and
- * the data area twice, which keeps every record contiguous. The ring's pages are committed as the
- * producer first reaches them (evs_backing_commit(), from producer.c), so
- * a run that emits little takes little memory; budget.c checked that the
- * whole fits, and a commit that still fails is a counted drop, never a
- * SIGBUS.
+ * the data area twice, which keeps every record contiguous. The ring's
+ * pages are committed as the producer first reaches them
+ * (evs_backing_commit(), from producer.c), so a run that emits little
+ * takes little memory; budget.c checked that the whole fits, and a commit
+ * that still fails is a counted drop, never a SIGBUS.
  */
 #include <errno.h>
 #include <stdbool.h>

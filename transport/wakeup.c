@@ -30,8 +30,13 @@
 #include "wakeup.h"
 
 /* A read with RWF_NOWAIT said EOPNOTSUPP: a property of the kernel, and
- * the fd was checked to be an eventfd, so ask once per process. */
+ * the fd was checked to be an eventfd, so ask once per process. The build
+ * variant of such a kernel starts with it set (tests/variants.sh, oldefd). */
+#ifdef EVS_EFD_NO_NOWAIT_READS
+static _Atomic bool no_nowait_reads = true;
+#else
 static _Atomic bool no_nowait_reads;
+#endif
 
 static void keep_nonblocking(int efd)
 {
