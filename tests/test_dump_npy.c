@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The pieces of evs-dump that need no process: the .npy 1.0 header (byte
  * for byte), dtype mapping, the payload reader and the device-print look. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -341,6 +342,39 @@ static void index_line_of(const char *dir, uint64_t seq, char *line, size_t len)
  * shape NumPy cannot represent is indexed with its shape, a note and no
  * file; the others get their .npy.
  */
+/* --kafka makes <host>/<producer> below its checked top directory, which
+ * others may add names to when it is sticky: a <host> planted there as a
+ * link is refused, never followed (the writer made <producer> and its
+ * files through it before). */
+START_TEST(test_dump_writer_below_a_directory_follows_no_planted_link)
+{
+	static char base[] = "/tmp/evs-plantkafka-XXXXXX";
+	char top[512], away[512], link[600], made[700];
+	struct dump_writer w = { .print = false };
+	struct stat st;
+	int topfd;
+
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	snprintf(top, sizeof(top), "%s/top", base);
+	snprintf(away, sizeof(away), "%s/away", base);
+	ck_assert_int_eq(mkdir(top, 0755), 0);
+	ck_assert_int_eq(mkdir(away, 0755), 0);
+	snprintf(link, sizeof(link), "%s/host", top);
+	ck_assert_int_eq(symlink(away, link), 0);
+	topfd = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(topfd, 0);
+	ck_assert_int_lt(dump_writer_openat(&w, topfd, "host/prod", "top/host/prod", DUMP_NPY), 0);
+	snprintf(made, sizeof(made), "%s/prod", away);
+	ck_assert_msg(stat(made, &st) != 0, "the writer made %s through the planted link", made);
+	/* a real <host> works */
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(dump_writer_openat(&w, topfd, "host/prod", "top/host/prod", DUMP_NPY), 0);
+	dump_writer_abort(&w);
+	close(topfd);
+	ck_assert_int_eq(nftw(base, evs_rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+END_TEST
+
 START_TEST(test_dump_writer_keeps_contradictions_and_unloadable_shapes_out_of_npy_files)
 {
 	static char base[] = "/tmp/evs-npytest-XXXXXX";
@@ -452,6 +486,7 @@ int main(void)
 	tcase_add_test(tc, test_evs_tensor_parse_refuses_an_elem_size_that_contradicts_the_dtype);
 	tcase_add_test(tc, test_evs_tensor_parse_takes_an_empty_tensor_of_any_shape);
 	tcase_add_test(tc, test_npy_shape_fits_where_numpy_loads);
+	tcase_add_test(tc, test_dump_writer_below_a_directory_follows_no_planted_link);
 	tcase_add_test(tc, test_dump_writer_keeps_contradictions_and_unloadable_shapes_out_of_npy_files);
 	tcase_add_test(tc, test_preview_prints_like_numpy);
 	tcase_add_test(tc, test_json_put_str_keeps_the_index_valid_utf8);

@@ -149,16 +149,29 @@ int dump_dir_open(struct dump_dir *d, int atfd, const char *path, const char *sh
 	}
 	if (cur < 0)
 		goto fail;
-	/* the components above the last, made when missing; links there are
-	 * followed (as the runtime directory's are): whoever chose the path
-	 * chose them, and what is written is checked at the last one */
+	/* the components above the last, made when missing. From the working
+	 * directory, links there are followed (as the runtime directory's
+	 * are): whoever chose the path chose them, and what is written is
+	 * checked at the last one. Below a directory already checked (atfd:
+	 * --kafka's <host>/<producer>, names from the messages), each is
+	 * checked as the last one is: others may add names to a sticky one */
 	while ((slash = strchr(p, '/'))) {
 		*slash = '\0';
-		fd = openat(cur, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0 && errno == ENOENT) {
-			if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
-				goto fail;
+		if (atfd != AT_FDCWD) {
+			bool made;
+
+			fd = dir_open_checked(cur, p, "output directory", shown, &made);
+			if (fd < 0) {
+				close(cur);
+				return fd;
+			}
+		} else {
 			fd = openat(cur, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0 && errno == ENOENT) {
+				if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
+					goto fail;
+				fd = openat(cur, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			}
 		}
 		if (fd < 0)
 			goto fail;
@@ -223,9 +236,19 @@ int dump_writer_openat(struct dump_writer *w, int atfd, const char *dir, const c
 	w->out.fd = w->out.parentfd = -1;
 	w->index_fd = -1;
 	snprintf(w->dir, sizeof(w->dir), "%s", shown);
+	/* first: its failure then leaves nothing made behind */
+	w->line = fmemopen(w->line_buf, sizeof(w->line_buf), "w");
+	if (!w->line) {
+		err = errno;
+		fprintf(stderr, "evs-dump: '%s': %s\n", shown, strerror(err));
+		return -err;
+	}
 	err = dump_dir_open(&w->out, atfd, dir, shown);
-	if (err)
+	if (err) {
+		fclose(w->line);
+		w->line = NULL;
 		return err;
+	}
 	/* creating the index is the writability check: fail before connecting;
 	 * never mix two dumps in one directory */
 	fd = create_new(w->out.fd, INDEX_NAME);
@@ -239,12 +262,11 @@ int dump_writer_openat(struct dump_writer *w, int atfd, const char *dir, const c
 				"or choose another output directory\n", shown);
 		/* nothing of ours in it: a directory open made goes too */
 		dump_dir_close(&w->out, true);
+		fclose(w->line);
+		w->line = NULL;
 		return -err;
 	}
 	w->index_fd = fd;
-	w->line = fmemopen(w->line_buf, sizeof(w->line_buf), "w");
-	if (!w->line)
-		return -ENOMEM;
 	index_reserve(w);
 	return 0;
 }
