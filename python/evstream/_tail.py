@@ -87,7 +87,7 @@ class View:
         else:
             what, tail = "%-8s type %-3d %-14s" % (ev.kind, ev.type, "%d bytes" % ev.nbytes), ""
         # a print's text ends its own line: not one more
-        prefix = shown(ev.prefix.rstrip("\n")) if ev.prefix is not None else ""
+        prefix = ev.prefix.rstrip("\n") if ev.prefix is not None else ""
         self.line("c%-3d seq %-8d %s %s%s" % (core, ev.seq, what, prefix, tail))
 
     def stats(self, core, st):
@@ -101,7 +101,9 @@ class View:
         self.line("c%-3d -- drops: %s (so far: %s)" % (core, inc, total))
 
     def line(self, text):
-        self.out.write(text + "\n")
+        # the whole line: the producer wrote its prefix, a dtype's name and
+        # what a preview may quote
+        self.out.write(shown(text) + "\n")
 
 
 def main(argv=None):

@@ -197,8 +197,13 @@ def watch(model, producer, core=0, pipe=0, root="model"):
     if not 0 <= c < producer.ncores:
         raise ValueError("core %r: producer %r has cores 0 to %d"
                          % (core, producer.name, producer.ncores - 1))
-    if pipe not in (0, 1, 2):
+    try:
+        pipe_i = _operator.index(pipe)
+    except TypeError:
+        raise TypeError("pipe %r: allowed is an int, 0 or 1 (stdout) and 2 (stderr)"
+                        % (pipe,)) from None
+    if pipe_i not in (0, 1, 2):
         raise ValueError("pipe %r: allowed is 0 or 1 (stdout) and 2 (stderr)" % (pipe,))
     if not hasattr(model, "named_modules"):
         raise TypeError("model %r: allowed is a torch.nn.Module" % (model,))
-    return Watch(model, producer, c, pipe, root)
+    return Watch(model, producer, c, pipe_i, root)

@@ -266,16 +266,19 @@ def test_tail_shows_what_the_producer_wrote_without_obeying_it(procs):
     import evstream
     name = unique("tail")
     with evstream.Producer(name, 1, ring_bytes=1 << 20) as p:
-        tail = procs.start([PY, "-m", "evstream", "tail", name, "--events", "2", "--wait", "30"],
+        tail = procs.start([PY, "-m", "evstream", "tail", name, "--events", "3", "--wait", "30"],
                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert p.wait_connected(0, timeout=60), "tail did not connect"
         # a print that would clear the terminal, and its own newline
         assert p.emit_tensor(0, "step 1: \x1b[2Jcleared\r\n")
         assert p.emit_tensor(0, "w\x07", np.ones(3, np.float32))
+        # a dtype's name is the producer's text too
+        assert p.emit_tensor(0, "d", np.zeros(2, np.uint8), dtype="\x1b[2J")
         out, err = tail.communicate(timeout=120)
     assert tail.returncode == 0, err
     lines = out.splitlines()
-    assert len(lines) == 2 and "\x1b" not in out and "\x07" not in out, out
+    assert len(lines) == 3 and "\x1b" not in out and "\x07" not in out, out
+    assert "\\x1b[2J" in lines[2], lines[2]
     assert lines[0].startswith("c0   seq 0 ") and "print" in lines[0]
     assert lines[0].endswith(" step 1: \\x1b[2Jcleared\\x0d"), lines[0]
     assert "tensor" in lines[1] and " w\\x07 [1 1 1]" in lines[1], lines[1]

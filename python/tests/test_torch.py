@@ -169,6 +169,9 @@ def test_watch_checks_its_arguments(name):
             evs_torch.watch(model, p, core="1")
         with pytest.raises(ValueError, match="pipe 3: allowed is 0 or 1"):
             evs_torch.watch(model, p, pipe=3)
+        # 1.0 == 1, but emit_tensor takes no float: refused here, not in every hook
+        with pytest.raises(TypeError, match="pipe 1.0: allowed is an int"):
+            evs_torch.watch(model, p, pipe=1.0)
         assert not model._forward_hooks                  # nothing was registered
     with pytest.raises(ValueError, match="closed"):
         evs_torch.watch(model, p)
