@@ -32,3 +32,16 @@ raw_file "$T/r4095/core0.evsraw" 4095
 # write failures fail it)
 grep -q '"core":4095,.*"kind":"bad"' "$T/o4095/index.jsonl" || { cat "$T/e4095"; fail "core 4095: not indexed (exit $rc)"; }
 ok "raw header with core 4095: converted, exit $rc"
+
+# a core<N>.evsraw that is a link (to a raw dump that converts) or a FIFO:
+# refused by name, exit 1, and the FIFO does not hang the open
+mkdir "$T/rlink" "$T/rfifo"
+ln -s "$T/r4095/core0.evsraw" "$T/rlink/core0.evsraw"
+mkfifo "$T/rfifo/core0.evsraw"
+for k in link:"a symbolic link" fifo:"not a regular file"; do
+	d=${k%%:*} why=${k#*:}
+	timeout 20 "$DUMP" --convert "$T/r$d" -o "$T/o$d" -q 2>"$T/e$d"; rc=$?
+	[ "$rc" -eq 1 ] || { cat "$T/e$d"; fail "raw $d: exit $rc, expected 1"; }
+	grep -qF "core0.evsraw: $why, not a raw dump: refused" "$T/e$d" || { cat "$T/e$d"; fail "raw $d: message"; }
+	ok "raw $d refused: '$(head -1 "$T/e$d")', exit 1"
+done

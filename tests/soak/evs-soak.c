@@ -176,16 +176,17 @@ static void *emit_main(void *arg)
 	       calls < sb->dropped.nbits) {
 		/* the header's seq is this call's index: every call counts */
 		size_t size = size_of_seq(calls);
-		int err;
+		int err, cause;
 
 		for (size_t i = 0; i < size; i++)
 			buf[i] = byte_of(calls, i);
 		err = evs_producer__emit(e->p, e->core, 1, buf, size);
+		cause = err ? cause_of(err) : -1;
 		calls++;
 		if (err == 0)
 			ok++;
-		else if (cause_of(err) >= 0)
-			by_cause[cause_of(err)]++;
+		else if (cause >= 0)
+			by_cause[cause]++;
 		else
 			fail("core %u: emit gave %s", e->core, evs_strerror(err));
 		if (err)
