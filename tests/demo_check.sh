@@ -22,7 +22,7 @@ check 'core 1: [0-9]+ events emitted, [0-9]+ committed; dropped: ring_full [1-9]
 	"core 1's storm overruns its ring"
 check 'core 0: [0-9]+ events emitted, [0-9]+ committed; dropped: ring_full [0-9]+, too_big 1' \
 	"core 0's tensor larger than its ring"
-if [ "$(id -u)" -eq 0 ] && [ -x build/evs-drops ]; then
+if [ "$(id -u)" -eq 0 ] && [ -x "${BUILD:-build}/evs-drops" ]; then
 	check ' 1 +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9]+  ring_full=' "the eBPF table counts core 1's drops"
 else
 	echo "demo-check: SKIP the eBPF table: not root or evs-drops not built" >&2

@@ -46,7 +46,9 @@ _INTS = {1: _torch.int8, 2: _torch.int16, 4: _torch.int32, 8: _torch.int64}
 def _cpu_array(t, prefix):
     """A NumPy array sharing the memory (strides included) of t, on the CPU,
     and the evstream dtype name of its elements."""
-    t = t.detach()
+    # a lazily conjugated or negated view (torch.conj) holds the values
+    # before it: resolved, so that what is sent is what the tensor says
+    t = t.detach().resolve_conj().resolve_neg()
     if t.is_quantized or t.layout != _torch.strided:
         raise TypeError("%s: a %s tensor (%s) has no elements in memory to send: dequantize or "
                         "densify it first" % (prefix, "quantized" if t.is_quantized else

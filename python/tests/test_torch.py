@@ -152,6 +152,10 @@ def test_emit_tensor_of_dtypes_without_a_name():
         with s.read(5) as ev:
             assert (ev.dtype, ev.elem_size, ev.array().dtype) == ("complex64", 8, np.dtype("V8"))
             assert bytes(ev.data) == z.numpy().tobytes()
+        # a lazy conjugate (the conjugate bit set) is sent as its values
+        assert evs_torch.emit_tensor(p, 0, "lazy", torch.conj(z))
+        with s.read(5) as ev:
+            assert bytes(ev.data) == z.conj().resolve_conj().numpy().tobytes()
         with pytest.raises(TypeError, match="quantized"):
             evs_torch.emit_tensor(p, 0, "q", torch.quantize_per_tensor(
                 torch.zeros(2), 0.1, 0, torch.qint8))
