@@ -142,6 +142,94 @@ START_TEST(test_ring_rejects_write_when_full_by_count)
 }
 END_TEST
 
+/* A ring found full for one record is full for every record as long
+ * while the consumer stays where it is, and only for those: a shorter
+ * record that fits is written, through emit and reserve alike, and the
+ * long one is taken once the consumer releases room. */
+START_TEST(test_ring_full_for_a_long_record_takes_a_shorter_one)
+{
+	struct ring r;
+	struct evs_record rec;
+	uint8_t buf[512] = { 0 };
+	uint64_t fits, left, n = 0;
+	size_t shrt, lng;
+	struct evs_stream_stats st;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	fits = r.cap / evs_record_len(sizeof(buf));
+	left = r.cap - fits * evs_record_len(sizeof(buf));
+	ck_assert_uint_ge(left, EVS_RECORD_HDR);
+	shrt = left - EVS_RECORD_HDR; /* fills the ring exactly */
+	lng = shrt + EVS_RECORD_ALIGN; /* one step too long */
+	while (evs_producer__emit(r.p, 0, 1, buf, sizeof(buf)) == 0)
+		n++;
+	ck_assert_uint_eq(n, fits);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(evs_producer__emit(r.p, 0, 2, buf, lng), -ENOBUFS);
+		ck_assert_ptr_null(evs_producer__reserve(r.p, 0, 2, lng));
+		ck_assert_int_eq(errno, ENOBUFS);
+	}
+	ck_assert_ptr_nonnull(evs_producer__reserve(r.p, 0, 3, shrt));
+	ck_assert_int_eq(evs_producer__discard(r.p, 0), 0);
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 3, buf, shrt), 0);
+	/* now full to the byte: the shortest record is refused too */
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 4, NULL, 0), -ENOBUFS);
+	st = stats_of(&r);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_RING_FULL], 1 + 6 + 1);
+	ck_assert_uint_eq(st.dropped_bytes[EVS_DROP_RING_FULL], sizeof(buf) + 6 * lng);
+	ck_assert_uint_eq(st.produced, st.committed + st.dropped);
+	/* the consumer moves: the long record fits now */
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ck_assert_int_eq(evs_producer__emit(r.p, 0, 2, buf, lng), 0);
+	for (uint64_t i = 1; i < fits; i++) {
+		ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+		ck_assert_uint_eq(rec.hdr.type, 1);
+		ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	}
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.type, 3);
+	ck_assert_uint_eq(rec.hdr.data_size, shrt);
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.type, 2);
+	ck_assert_uint_eq(rec.hdr.data_size, lng);
+	ck_assert_int_eq(evs_consumer__release(r.c), 0);
+	ring_close(&r);
+}
+END_TEST
+
+/* The same while the ring is first filled, when a record that fits needs
+ * more of the ring's memory committed first: a longer record refused for
+ * want of room does not make the producer refuse it (with the consumer
+ * where it was, only a record as long as the refused one is full too). */
+START_TEST(test_ring_full_for_a_long_record_takes_a_shorter_one_on_first_fill)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 16u << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	size_t first = 1u << 20, lng = (31u << 20) / 2, shrt = (3u << 20) / 2;
+	uint8_t *buf = calloc(1, lng);
+
+	ck_assert_ptr_nonnull(buf);
+	pair_open(&o, &p, &c);
+	ck_assert_int_eq(evs_producer__emit(p, 0, 1, buf, first), 0);
+	/* 1 MiB in, 2 MiB of memory so far: 15.5 MiB more cannot fit in 16 */
+	ck_assert_int_eq(evs_producer__emit(p, 0, 2, buf, lng), -ENOBUFS);
+	ck_assert_int_eq(evs_producer__emit(p, 0, 2, buf, lng), -ENOBUFS);
+	/* 1.5 MiB fits, once the ring's next 2 MiB are committed */
+	ck_assert_int_eq(evs_producer__emit(p, 0, 3, buf, shrt), 0);
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.committed, 2);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_RING_FULL], 2);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+	free(buf);
+}
+END_TEST
+
 /* Records that run past the end of the ring are contiguous in the
  * consumer's view thanks to the second mapping. */
 START_TEST(test_ring_wrap_keeps_payload_contiguous)
@@ -952,6 +1040,8 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_empty_peek_returns_eagain, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_rejects_write_when_full_by_bytes, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_rejects_write_when_full_by_count, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_full_for_a_long_record_takes_a_shorter_one, 0, EVS_MODES);
+	tcase_add_test(tc, test_ring_full_for_a_long_record_takes_a_shorter_one_on_first_fill);
 	tcase_add_loop_test(tc, test_ring_wrap_keeps_payload_contiguous, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_accepts_exact_fit, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_drops_event_larger_than_ring, 0, EVS_MODES);

@@ -40,20 +40,38 @@ void evs_stream_set_limits(struct evs_stream *s)
 }
 
 /* Re-read what the consumer published, clamped to what is possible: a
- * consumer that writes nonsense only makes the producer see a full ring. */
-static __always_inline void stream_refresh_cons(struct evs_stream *s)
+ * consumer that writes nonsense only makes the producer see a full ring.
+ * The raw words read go to *c and *r. */
+static __always_inline void stream_refresh_cons(struct evs_stream *s, uint64_t *c, uint64_t *r)
 {
 	/* pairs with smp_store_release(&cons->cons_pos) in evs_consumer__release():
 	 * the consumer is done reading everything below cons_pos */
-	uint64_t c = smp_load_acquire(&s->cons->cons_pos);
+	*c = smp_load_acquire(&s->cons->cons_pos);
 	/* relaxed: a count, clamped below; stale is only more conservative */
-	uint64_t r = READ_ONCE(&s->cons->released);
+	*r = READ_ONCE(&s->cons->released);
 
-	if (c - s->cons_cache <= s->prod_pos - s->cons_cache)
-		s->cons_cache = c;
-	if (r - s->released_cache <= s->committed - s->released_cache)
-		s->released_cache = r;
+	if (*c - s->cons_cache <= s->prod_pos - s->cons_cache)
+		s->cons_cache = *c;
+	if (*r - s->released_cache <= s->committed - s->released_cache)
+		s->released_cache = *r;
 	evs_stream_set_limits(s);
+}
+
+/*
+ * The ring was found full for a record of full_len bytes and the consumer
+ * has not moved since: a record as long or longer is full too, without
+ * the whole look of stream_make_room(). While the consumer's words stay
+ * as they were, the room only shrinks (records written since took some;
+ * the memory committed during the first lap is no part of a full
+ * verdict), so the answer is the one that look would give. A consumer
+ * that rewrites its words with an old value only keeps the ring full.
+ */
+static __always_inline bool stream_still_full(const struct evs_stream *s, uint64_t len)
+{
+	/* relaxed: compared, not used to reach any data */
+	return s->full_len && len >= s->full_len &&
+	       READ_ONCE(&s->cons->cons_pos) == s->full_cons &&
+	       READ_ONCE(&s->cons->released) == s->full_released;
 }
 
 /* Two compares against bounds kept up to date off the fast path; as
@@ -72,14 +90,20 @@ static __always_inline bool stream_has_room(const struct evs_stream *s, uint64_t
  */
 static __attribute__((noinline)) int stream_make_room(struct evs_stream *s, uint64_t len)
 {
-	uint64_t to;
+	uint64_t to, c, r;
 
-	stream_refresh_cons(s);
-	if (stream_has_room(s, len))
+	stream_refresh_cons(s, &c, &r);
+	if (stream_has_room(s, len)) {
+		s->full_len = 0;
 		return -1;
+	}
 	if (s->commit_end == s->cap || s->prod_pos + len - s->cons_cache > s->cap ||
-	    s->committed - s->released_cache >= s->max_events)
+	    s->committed - s->released_cache >= s->max_events) {
+		s->full_len = len;
+		s->full_cons = c;
+		s->full_released = r;
 		return EVS_DROP_RING_FULL;
+	}
 	/* a chunk past the record, so that the next records find it there */
 	to = (s->prod_pos + len + 2 * EVS_COMMIT_CHUNK - 1) / EVS_COMMIT_CHUNK * EVS_COMMIT_CHUNK;
 	if (to > s->cap)
@@ -103,6 +127,7 @@ enum admit {
 	ADMIT_NO_CONSUMER,  /* drop it */
 	ADMIT_TOO_BIG,      /* drop it */
 	ADMIT_LOOK_AGAIN,   /* no room by the cached consumer position */
+	ADMIT_STILL_FULL,   /* drop it: full, and the consumer has not moved */
 	ADMIT_END_RUN,      /* write it, and first end the drop run */
 };
 
@@ -122,7 +147,8 @@ static __always_inline enum admit stream_admit(const struct evs_stream *s, uint6
 	if (unlikely(size > s->cap - EVS_RECORD_HDR))
 		return ADMIT_TOO_BIG;
 	if (unlikely(!stream_has_room(s, evs_record_len(size))))
-		return ADMIT_LOOK_AGAIN;
+		return stream_still_full(s, evs_record_len(size)) ? ADMIT_STILL_FULL :
+								     ADMIT_LOOK_AGAIN;
 	if (unlikely(s->burst_events))
 		return ADMIT_END_RUN;
 	return ADMIT_OK;
@@ -301,6 +327,8 @@ EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, u
 		return stream_reserve_drop(s, size, EVS_DROP_TOO_BIG);
 	case ADMIT_LOOK_AGAIN:
 		return stream_reserve_full(s, type, size);
+	case ADMIT_STILL_FULL:
+		return stream_reserve_drop(s, size, EVS_DROP_RING_FULL);
 	case ADMIT_END_RUN:
 		return stream_open_after_drops(s, type, size);
 	}
@@ -401,6 +429,8 @@ EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32
 		return evs_stream_drop(s, size, EVS_DROP_TOO_BIG);
 	case ADMIT_LOOK_AGAIN:
 		return stream_emit_full(s, type, data, size);
+	case ADMIT_STILL_FULL:
+		return evs_stream_drop(s, size, EVS_DROP_RING_FULL);
 	}
 	__builtin_unreachable();
 }

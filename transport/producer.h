@@ -34,6 +34,13 @@ struct evs_stream {
 	uint64_t events_end;      /* committed may grow up to here */
 	uint64_t cons_cache;      /* last clamped cons_pos read from the consumer */
 	uint64_t released_cache;  /* last clamped released count */
+	/* The last look that found the ring full: for a record of full_len
+	 * bytes, with the consumer's words as read then (raw). While they
+	 * stay so, a record as long or longer is full too (producer.c,
+	 * stream_still_full()); full_len 0: no such look. */
+	uint64_t full_len;
+	uint64_t full_cons;
+	uint64_t full_released;
 	uint64_t committed;
 	uint64_t produced;
 	uint64_t cap;
