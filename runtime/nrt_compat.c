@@ -17,6 +17,7 @@
 #include "evstream/evstream.h"
 #include "nrt/ndebug_stream.h"
 #include "atomics.h"
+#include "consumer.h"
 
 /* Zero pages cost nothing until a stream fd that high is used. */
 #define DIRECT_FDS 65536
@@ -138,39 +139,25 @@ NRT_API NRT_STATUS nrt_debug_client_read_one_event(int stream_fd, ndebug_stream_
 						   void **payload)
 {
 	struct evs_consumer *c;
-	struct evs_record rec;
-	void *buf;
-	int err;
 
 	if (!header || !payload)
 		return NRT_INVALID;
 	c = conn_find(stream_fd);
 	if (!c)
 		return NRT_INVALID_HANDLE;
-	err = evs_consumer__peek(c, &rec);
-	if (err == -EAGAIN) {
-		/* the caller will poll the fd next: arm the wakeup first */
-		err = evs_consumer__prepare_wait(c);
-		if (err == 0)
-			return NRT_QUEUE_EMPTY;
-		if (err == -EAGAIN)
-			err = evs_consumer__peek(c, &rec);
-	}
-	if (err == -EPIPE)
+	/* one call: the record copied out and released, and the wakeup armed
+	 * when it was the last one, so that stream_fd polls readable exactly
+	 * when a read would succeed (an empty read arms it too) */
+	switch (evs_consumer_take(c, header, payload, malloc)) {
+	case 0:
+		return NRT_SUCCESS;
+	case -EAGAIN:
+		return NRT_QUEUE_EMPTY;
+	case -EPIPE:
 		return NRT_CLOSED;
-	if (err)
-		return NRT_FAILURE;
-	/* malloc(0) may return NULL; a 1-byte buffer keeps "free it" uniform */
-	buf = malloc(rec.hdr.data_size ? rec.hdr.data_size : 1);
-	if (!buf)
+	case -ENOMEM:
 		return NRT_RESOURCE; /* the event stays in the ring */
-	memcpy(buf, rec.data, rec.hdr.data_size);
-	memcpy(header, &rec.hdr, sizeof(*header));
-	evs_consumer__release(c);
-	/* that was the last one: arm now, so that stream_fd polls readable
-	 * exactly when a read would succeed (else the next poll would wake
-	 * for nothing and the read after it say NRT_QUEUE_EMPTY) */
-	evs_consumer__prepare_wait(c);
-	*payload = buf;
-	return NRT_SUCCESS;
+	default:
+		return NRT_FAILURE;
+	}
 }

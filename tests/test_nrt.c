@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/wait.h>
 #include <pthread.h>
@@ -256,6 +257,56 @@ START_TEST(test_nrt_fd_readiness)
 }
 END_TEST
 
+/* A payload that cannot be allocated: NRT_RESOURCE, and the event stays
+ * in the ring, the fd readable, until a read can take it whole. */
+START_TEST(test_nrt_payload_that_cannot_be_allocated_stays_in_the_ring)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 64u << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	const size_t big = 32u << 20;
+	ndebug_stream_event_header_t h;
+	struct rlimit old, low;
+	struct evs_producer *p;
+	uint8_t *d;
+	void *pl = NULL;
+	long vm_kb;
+	int fd;
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+	printf("SKIP test_nrt_payload_that_cannot_be_allocated_stays_in_the_ring: "
+	       "a sanitizer's allocator aborts where malloc would fail\n");
+	return;
+#endif
+	p = evs_producer__new(NULL, 1, &o);
+	ck_assert_msg(p, "producer: %s", evs_errmsg());
+	ck_assert_int_eq(nrt_debug_client_connect(0, &fd), NRT_SUCCESS);
+	d = evs_producer__reserve(p, 0, 1, big);
+	ck_assert_ptr_nonnull(d);
+	for (size_t i = 0; i < big; i += 4096)
+		d[i] = (uint8_t)(i >> 12);
+	ck_assert_int_eq(evs_producer__commit(p, 0), 0);
+	/* room for what the process has mapped and 8 MiB more: no 32 MiB copy */
+	vm_kb = evs_proc_number("/proc/self/status", "VmSize:");
+	ck_assert_int_gt(vm_kb, 0);
+	ck_assert_int_eq(getrlimit(RLIMIT_AS, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)vm_kb * 1024 + (8u << 20);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &low), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(nrt_debug_client_read_one_event(fd, &h, &pl), NRT_RESOURCE);
+	ck_assert_int_eq(setrlimit(RLIMIT_AS, &old), 0);
+	ck_assert_int_eq(readable(1, fd, 0), 1);
+	ck_assert_int_eq(nrt_debug_client_read_one_event(fd, &h, &pl), NRT_SUCCESS);
+	ck_assert_uint_eq(h.data_size, big);
+	ck_assert_uint_eq(h.type, 1);
+	for (size_t i = 0; i < big; i += 4096)
+		ck_assert_uint_eq(((uint8_t *)pl)[i], (uint8_t)(i >> 12));
+	free(pl);
+	ck_assert_int_eq(nrt_debug_client_read_one_event(fd, &h, &pl), NRT_QUEUE_EMPTY);
+	nrt_debug_client_connect_close(fd);
+	evs_producer__free(p);
+}
+END_TEST
+
 /* A thread blocked in poll() is woken by an event from another thread. */
 struct waker {
 	struct evs_producer *p;
@@ -427,6 +478,7 @@ int main(void)
 	tcase_add_test(tc, test_nrt_payload_owned_by_caller);
 	tcase_add_test(tc, test_nrt_zero_byte_event_gives_freeable_payload);
 	tcase_add_loop_test(tc, test_nrt_fd_readiness, 0, 3);
+	tcase_add_test(tc, test_nrt_payload_that_cannot_be_allocated_stays_in_the_ring);
 	tcase_add_test(tc, test_nrt_blocked_poll_is_woken);
 	tcase_add_test(tc, test_nrt_different_streams_from_different_threads);
 	tcase_add_test(tc, test_nrt_reaches_named_producer_in_other_process);

@@ -175,28 +175,39 @@ static int consumer_look(struct evs_consumer *c, uint64_t off)
 
 /*
  * Copy out and check the header of the record at ring offset off,
- * position pos (below prod_cache); its length, or -EBADMSG.
+ * position pos (below prod_cache) to hdr, a struct evs_event_header's 64
+ * bytes; its length, or -EBADMSG. *size: its payload's size as checked.
  */
-static __always_inline int64_t consumer_read(struct evs_consumer *c, uint64_t off, uint64_t pos,
-					     struct evs_record *rec)
+static __always_inline int64_t consumer_read_header(struct evs_consumer *c, uint64_t off,
+						    uint64_t pos, void *hdr, uint64_t *size)
 {
 	const uint8_t *r = c->data + off;
-	uint64_t avail = c->prod_cache - pos, len, size;
+	uint64_t avail = c->prod_cache - pos, len;
 
 	/* read the size once and check that value; it is also the one handed
 	 * out, whatever the producer writes meanwhile (the copy of the other
 	 * fields does not wait on it) */
-	size = *(const volatile uint64_t *)r;
-	memcpy(&rec->hdr, r, sizeof(rec->hdr));
-	rec->hdr.data_size = size;
+	*size = *(const volatile uint64_t *)r;
+	memcpy(hdr, r, sizeof(struct evs_event_header));
+	memcpy(hdr, size, sizeof(*size)); /* data_size, first */
 	/* no record is larger than the ring (at most 2^46): len cannot wrap */
-	if (unlikely(size > c->cap))
+	if (unlikely(*size > c->cap))
 		return consumer_broken(c);
-	len = evs_record_len(size);
+	len = evs_record_len(*size);
 	if (unlikely(len > avail))
 		return consumer_broken(c);
-	rec->data = r + EVS_RECORD_HDR;
 	return (int64_t)len;
+}
+
+/* consumer_read_header() into a record, with its payload's address. */
+static __always_inline int64_t consumer_read(struct evs_consumer *c, uint64_t off, uint64_t pos,
+					     struct evs_record *rec)
+{
+	uint64_t size;
+	int64_t len = consumer_read_header(c, off, pos, &rec->hdr, &size);
+
+	rec->data = c->data + off + EVS_RECORD_HDR;
+	return len;
 }
 
 /* The oldest held record, handed out again. Alone, it is read afresh
@@ -330,6 +341,58 @@ EVS_API int evs_consumer__release(struct evs_consumer *c)
 		return -EINVAL;
 	consumer_advance(c);
 	consumer_publish(c);
+	return 0;
+}
+
+/*
+ * The debug-stream API's read (runtime/nrt_compat.c) in one call: peek,
+ * copy and release, and the wakeup armed after a read that took the last
+ * record known, so that the fd is readable exactly while a read would
+ * succeed. The header goes straight to the caller's, once; the payload to
+ * memory from alloc(). 0; -EAGAIN when there is nothing to read (armed:
+ * the fd becomes readable when there is); -ENOMEM when alloc() fails, the
+ * record left in the ring; -EPIPE, -EBADMSG as peek; -EINVAL when records
+ * are held (the API never holds any).
+ */
+int evs_consumer_take(struct evs_consumer *c, void *hdr, void **payload, void *(*alloc)(size_t))
+{
+	uint64_t size;
+	int64_t len;
+	void *buf;
+	int err;
+
+	if (unlikely(c->broken))
+		return c->broken;
+	if (unlikely(c->held))
+		return -EINVAL;
+	if (c->cons_pos == c->prod_cache) {
+		err = consumer_look(c, c->cons_off);
+		/* the caller will poll the fd next: arm first, which looks once
+		 * more (then -EAGAIN: records came, and prod_cache has them) */
+		if (err == -EAGAIN)
+			err = evs_consumer__prepare_wait(c);
+		if (err == 0 && c->cons_pos == c->prod_cache)
+			return -EAGAIN;
+		if (err && err != -EAGAIN)
+			return err;
+	}
+	len = consumer_read_header(c, c->cons_off, c->cons_pos, hdr, &size);
+	if (unlikely(len < 0))
+		return (int)len;
+	/* malloc(0) may return NULL: one byte keeps "free it" uniform */
+	buf = alloc(size ? size : 1);
+	if (unlikely(!buf))
+		return -ENOMEM;
+	memcpy(buf, c->data + c->cons_off + EVS_RECORD_HDR, size);
+	c->cons_pos += (uint64_t)len;
+	c->cons_off += (uint64_t)len;
+	if (c->cons_off >= c->cap)
+		c->cons_off -= c->cap;
+	c->released++;
+	consumer_publish(c);
+	if (c->cons_pos == c->prod_cache)
+		evs_consumer__prepare_wait(c);
+	*payload = buf;
 	return 0;
 }
 

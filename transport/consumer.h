@@ -77,5 +77,8 @@ struct evs_consumer {
 /* Right after attaching: make the fd readable if records are already
  * there (consumer.c). */
 void evs_consumer_arm_at_start(struct evs_consumer *c);
+/* The debug-stream API's read: the oldest record's header to hdr (64
+ * bytes) and its payload to memory from alloc(), released (consumer.c). */
+int evs_consumer_take(struct evs_consumer *c, void *hdr, void **payload, void *(*alloc)(size_t));
 
 #endif
