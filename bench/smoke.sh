@@ -247,7 +247,11 @@ ways = json.load(open(sys.argv[1]))["oneway_probe"]
 assert [w["way"] for w in ways] == ["one-line message", "without pause in the poll loop",
                                     "one line reused", "stamped after the store"], ways
 for w in ways:
-    assert w["p50_ns"] > 0 and w["line_oneway_ns"] > 0 and w["p50_x_line"] > 0, w
+    # stamped after its store, a message can be seen before the producer's
+    # own clock read: where the line crosses fast (~50 ns on an AMD VM)
+    # most of its differences are 0, so its p50 may be 0
+    least = 0 if w["way"] == "stamped after the store" else 1e-9
+    assert w["line_oneway_ns"] > 0 and w["p50_ns"] >= least and w["p50_x_line"] >= least, w
 print("ok: evs-bench oneway: " + ", ".join("%s %.0f ns" % (w["way"], w["p50_ns"]) for w in ways))
 PY
 # evs-bench-drops alternates rounds without and with the BPF program; the
