@@ -204,10 +204,10 @@ static __always_inline int64_t consumer_read(struct evs_consumer *c, uint64_t of
 					     struct evs_record *rec)
 {
 	uint64_t size;
-	int64_t len = consumer_read_header(c, off, pos, &rec->hdr, &size);
 
+	/* first: after the header's stores c->data would be loaded again */
 	rec->data = c->data + off + EVS_RECORD_HDR;
-	return len;
+	return consumer_read_header(c, off, pos, &rec->hdr, &size);
 }
 
 /* The oldest held record, handed out again. Alone, it is read afresh
@@ -312,14 +312,20 @@ EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *r
 	return 0;
 }
 
-/* Forget the oldest held record; the next held one becomes the oldest. */
-static void consumer_advance(struct evs_consumer *c)
+/* Past the oldest record, len bytes long (not yet published). */
+static inline void consumer_pass(struct evs_consumer *c, uint64_t len)
 {
-	c->cons_pos += c->peek_len;
-	c->cons_off += c->peek_len;
+	c->cons_pos += len;
+	c->cons_off += len;
 	if (c->cons_off >= c->cap)
 		c->cons_off -= c->cap;
 	c->released++;
+}
+
+/* Forget the oldest held record; the next held one becomes the oldest. */
+static void consumer_advance(struct evs_consumer *c)
+{
+	consumer_pass(c, c->peek_len);
 	if (unlikely(--c->held)) {
 		c->peek_len = c->held_len[c->held_head];
 		c->held_head = (c->held_head + 1) % c->held_cap;
@@ -367,13 +373,16 @@ int evs_consumer_take(struct evs_consumer *c, void *hdr, void **payload, void *(
 		return -EINVAL;
 	if (c->cons_pos == c->prod_cache) {
 		err = consumer_look(c, c->cons_off);
-		/* the caller will poll the fd next: arm first, which looks once
-		 * more (then -EAGAIN: records came, and prod_cache has them) */
-		if (err == -EAGAIN)
+		if (err == -EAGAIN) {
+			/* the caller will poll the fd next: arm first; its own
+			 * look may find records (-EAGAIN: prod_cache has them) */
 			err = evs_consumer__prepare_wait(c);
-		if (err == 0 && c->cons_pos == c->prod_cache)
-			return -EAGAIN;
-		if (err && err != -EAGAIN)
+			if (err == 0)
+				return -EAGAIN;
+			if (err == -EAGAIN)
+				err = 0;
+		}
+		if (err)
 			return err;
 	}
 	len = consumer_read_header(c, c->cons_off, c->cons_pos, hdr, &size);
@@ -384,11 +393,7 @@ int evs_consumer_take(struct evs_consumer *c, void *hdr, void **payload, void *(
 	if (unlikely(!buf))
 		return -ENOMEM;
 	memcpy(buf, c->data + c->cons_off + EVS_RECORD_HDR, size);
-	c->cons_pos += (uint64_t)len;
-	c->cons_off += (uint64_t)len;
-	if (c->cons_off >= c->cap)
-		c->cons_off -= c->cap;
-	c->released++;
+	consumer_pass(c, (uint64_t)len);
 	consumer_publish(c);
 	if (c->cons_pos == c->prod_cache)
 		evs_consumer__prepare_wait(c);

@@ -93,10 +93,10 @@ static __attribute__((noinline)) int stream_make_room(struct evs_stream *s, uint
 	uint64_t to, c, r;
 
 	stream_refresh_cons(s, &c, &r);
-	if (stream_has_room(s, len)) {
-		s->full_len = 0;
+	/* a verdict kept from an earlier look stays true: room was found for
+	 * a shorter record, or the consumer moved and it no longer applies */
+	if (stream_has_room(s, len))
 		return -1;
-	}
 	if (s->commit_end == s->cap || s->prod_pos + len - s->cons_cache > s->cap ||
 	    s->committed - s->released_cache >= s->max_events) {
 		s->full_len = len;
