@@ -10,6 +10,9 @@ A. Consumer cost per event, the events already there (one process, one
    - a Python reader of the same events (64-byte header + payload) from a
      pipe: a buffered file read per header and per payload, the events
      written into the pipe beforehand (its 1 MiB holds 8192);
+   - small tensors (4x4 float32, prefix and shape parsed), native and
+     fallback, iterated alone and with ``ev.array()`` per event: what a
+     numerics check in Python pays per tensor before looking at it;
    - a bare Python loop over as many objects, and over a C method call,
      next to the native figure: what a Python-level event costs at least.
 B. Throughput with a C producer in another process flat out (2 CPUs: one
@@ -63,6 +66,38 @@ def worker_iter(impl, n):
         del ev
         out.append((t1 - t0) / n)
     return {"ns_per_event": statistics.median(out)}
+
+
+def worker_tensor(impl, n):
+    """Small tensors (4x4 float32, already in the ring): iteration alone,
+    and iteration with ev.array() per event, as a numerics check reads."""
+    import numpy as np
+    import evstream
+    assert evstream.implementation == impl
+    name = "pybench-tensor-%d" % os.getpid()
+    rec = HDR + 1024 + 64 + 64      # header, the fixed payload part, data, slack
+    p = evstream.Producer(name, 1, ring_bytes=(n + 16) * rec + (1 << 20), max_events=n + 16,
+                          hugepages="off")
+    s = evstream.connect(name, 0)
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    it, arr = [], []
+    for _ in range(5):
+        for timed in (it, arr):
+            for _ in range(n):
+                if not p.emit_tensor(0, "layer.0.attn", x):
+                    raise SystemExit("tensor worker: a tensor was dropped: %r" % (p.stats(0),))
+            t0 = time.perf_counter_ns()
+            if timed is it:
+                for ev in itertools.islice(s, n):
+                    pass
+            else:
+                for ev in itertools.islice(s, n):
+                    a = ev.array()
+            timed.append((time.perf_counter_ns() - t0) / n)
+            if timed is arr:
+                del a           # it holds its record, and records go back in order
+            del ev
+    return {"iter": statistics.median(it), "iter_array": statistics.median(arr)}
 
 
 def worker_bare(n):
@@ -277,7 +312,8 @@ def main():
     print("bench: %s, %d CPUs, clocksource %s, Python %s, kernel %s"
           % (m["cpu"], m["cpus"], m["clocksource"], m["python"], m["kernel"]))
     n = args.events
-    A = {k: [] for k in ("native", "fallback", "pipe", "bare", "call")}
+    A = {k: [] for k in ("native", "fallback", "pipe", "bare", "call", "native_tensor",
+                         "native_tensor_array", "fallback_tensor", "fallback_tensor_array")}
     B = {k: [] for k in ("native64", "fallback64", "pipe64", "c64", "native1M", "fallback1M",
                          "c1M")}
     C = {"native_dropfree64": []}
@@ -286,6 +322,10 @@ def main():
         A["native"].append(run_worker(["iter", "native", n], "native")["ns_per_event"])
         A["fallback"].append(run_worker(["iter", "fallback", n // 10], "fallback")["ns_per_event"])
         A["pipe"].append(run_worker(["pipe", n])["ns_per_event"])
+        for impl, k in (("native", n), ("fallback", n // 10)):
+            t = run_worker(["tensor", impl, k], impl)
+            A[impl + "_tensor"].append(t["iter"])
+            A[impl + "_tensor_array"].append(t["iter_array"])
         bare = run_worker(["bare", n])
         A["bare"].append(bare["ns_per_item"])
         A["call"].append(bare["ns_per_call"])
@@ -340,6 +380,9 @@ def main():
     print("   native %.0f  fallback %.0f  Python pipe reader %.0f  bare loop %.1f  "
           "loop + one C method call %.1f" % (med["native"], med["fallback"], med["pipe"],
                                               med["bare"], med["call"]))
+    print("   small tensors (4x4 float32): native %.0f, with ev.array() %.0f;  fallback %.0f, "
+          "with ev.array() %.0f" % (med["native_tensor"], med["native_tensor_array"],
+                                    med["fallback_tensor"], med["fallback_tensor_array"]))
     print("B. with a C producer flat out in another process")
     print("   64 B events/s: native %.3g  fallback %.3g  Python pipe reader (C writer) %.3g  "
           "C consumer %.3g" % (med["native64"], med["fallback64"], med["pipe64"], med["c64"]))
@@ -364,6 +407,8 @@ if __name__ == "__main__":
         kind, rest = sys.argv[2], sys.argv[3:]
         if kind == "iter":
             out = worker_iter(rest[0], int(rest[1]))
+        elif kind == "tensor":
+            out = worker_tensor(rest[0], int(rest[1]))
         elif kind == "bare":
             out = worker_bare(int(rest[0]))
         elif kind == "pipe":

@@ -27,7 +27,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["rounds"] == 1 and r["machine"]["clocksource"], r["machine"]
 figures = dict(r["A_ns_per_event"], **r["B_events_per_s"], **r["B_bytes_per_s"], **r["C_events_per_s"])
-for k in ("native", "fallback", "pipe", "bare", "call", "native64", "fallback64", "pipe64", "c64",
+for k in ("native", "fallback", "pipe", "bare", "call", "native_tensor", "native_tensor_array",
+          "fallback_tensor", "fallback_tensor_array", "native64", "fallback64", "pipe64", "c64",
           "native1M", "fallback1M", "c1M", "native_dropfree64"):
     assert figures[k] > 0, (k, figures)
 for k, v in r["ratios"].items():

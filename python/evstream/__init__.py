@@ -63,8 +63,8 @@ else:
 
 implementation = "native" if _impl.__name__.endswith("_native") else "fallback"
 
-_impl._bind(Stats, LeaseError, TooManyHeld, EndOfStream, _common.make_array, DetachedEvent,
-            _common.report)
+_impl._bind(Stats, LeaseError, TooManyHeld, EndOfStream, _common.make_array,
+            _common.array_views, DetachedEvent, _common.report)
 # live subscriptions stop before the interpreter finalizes
 _atexit.register(_impl._stop_all, 2.0)
 

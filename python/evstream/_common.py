@@ -77,6 +77,25 @@ def numpy_dtype(dtype, elem_size):
     return "|V%d" % elem_size
 
 
+# numpy.frombuffer and numpy.dtype objects of NPY_DTYPES (None: the bytes of
+# an event that is not a tensor), made at the first array: NumPy is imported
+# then, not with evstream, and a dtype string is not parsed at every array
+_views = {}
+
+
+def array_views():
+    """(numpy.frombuffer, {evstream dtype or None: numpy.dtype}): what an
+    array view of known dtype is made with (make_array, and the native
+    Event.array() directly). Dtypes NumPy does not know are not in it: a
+    producer may name any, and each is made when asked (numpy_dtype)."""
+    if not _views:
+        import numpy as np
+        dtypes = {name: np.dtype(npd) for name, npd in NPY_DTYPES.items()}
+        dtypes[None] = np.dtype(np.uint8)
+        _views.update(frombuffer=np.frombuffer, ndarray=np.ndarray, dtypes=dtypes)
+    return _views["ndarray"], _views["dtypes"]
+
+
 def bfloat16_to_float32(bits):
     """float32 values of bfloat16 bits (a uint16 array): a new array."""
     import numpy as np
@@ -86,29 +105,34 @@ def bfloat16_to_float32(bits):
 def make_array(exporter, dtype, elem_size, shape, bfloat16=None):
     """A NumPy array viewing exporter's bytes (no copy), read-only.
 
-    dtype None (not a tensor): the bytes as uint8. bfloat16 tensors view
-    their bits as uint16, unless bfloat16='float32' asks for a float32
-    copy of their values.
+    dtype None (not a tensor): the bytes as uint8 (shape is not used).
+    bfloat16 tensors view their bits as uint16, unless bfloat16='float32'
+    asks for a float32 copy of their values.
     """
-    import numpy as np
+    dtypes = array_views()[1]
+    frombuffer = _views["frombuffer"]
     # checked first, whatever the size: an empty tensor is refused or
     # converted as one with elements
     if bfloat16 is not None:
         if dtype != "bfloat16":
             raise ValueError("bfloat16=%r: this tensor is %s, not bfloat16" % (bfloat16, dtype))
-        if bfloat16 not in ("float32", np.float32):
+        if bfloat16 not in ("float32", dtypes["float32"].type):
             raise ValueError("bfloat16=%r: allowed is None (the bits, uint16) or 'float32'"
                              % (bfloat16,))
-    if dtype is None:
-        a = np.frombuffer(exporter, dtype=np.uint8)
-    else:
+    npd = dtypes.get(dtype)
+    if npd is None:
         npd = numpy_dtype(dtype, elem_size)
-        if len(memoryview(exporter)) == 0:
-            # frombuffer refuses empty buffers on older NumPy: no bytes to view
-            a = np.empty(shape, dtype=npd)
-            a.flags.writeable = False
-        else:
-            a = np.frombuffer(exporter, dtype=npd).reshape(shape)
+    if dtype is None:
+        a = frombuffer(exporter, dtype=npd)
+    elif len(memoryview(exporter)) == 0:
+        # frombuffer refuses empty buffers on older NumPy: no bytes to view
+        import numpy as np
+        a = np.empty(shape, dtype=npd)
+        a.flags.writeable = False
+    else:
+        a = frombuffer(exporter, dtype=npd)
+        if len(shape) != 1:
+            a = a.reshape(shape)
     if bfloat16 is not None:
         return bfloat16_to_float32(a)
     return a

@@ -48,7 +48,9 @@ _release = _lib.release
 _prepare_wait = _lib.prepare_wait
 
 
-def _bind(stats, lease_error, held_error, end_of_stream, make_array, detached, report):
+def _bind(stats, lease_error, held_error, end_of_stream, make_array, array_views, detached,
+          report):
+    # array_views is the native Event.array()'s; make_array uses it here
     _h.update(stats=stats, lease_error=lease_error, held_error=held_error,
               end_of_stream=end_of_stream, make_array=make_array, detached=detached,
               report=report)

@@ -11,18 +11,20 @@
 #include "evspy.h"
 
 /* _bind(Stats, LeaseError, TooManyHeld, EndOfStream, make_array,
- * DetachedEvent, report): the Python-level helpers, from evstream._common. */
+ * array_views, DetachedEvent, report): the Python-level helpers, from
+ * evstream._common. */
 static PyObject *mod_bind(PyObject *self, PyObject *args)
 {
-	PyObject *o[7];
-	PyObject **slot[7] = { &evspy.stats, &evspy.lease_error, &evspy.held_error,
-			       &evspy.end_of_stream, &evspy.make_array, &evspy.detached,
-			       &evspy.report };
+	PyObject *o[8];
+	PyObject **slot[8] = { &evspy.stats, &evspy.lease_error, &evspy.held_error,
+			       &evspy.end_of_stream, &evspy.make_array, &evspy.array_views,
+			       &evspy.detached, &evspy.report };
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "OOOOOOO:_bind", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6]))
+	if (!PyArg_ParseTuple(args, "OOOOOOOO:_bind", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+			      &o[6], &o[7]))
 		return NULL;
-	for (int i = 0; i < 7; i++) {
+	for (int i = 0; i < 8; i++) {
 		Py_INCREF(o[i]);
 		EVSPY_SETREF(*slot[i], o[i]);
 	}

@@ -244,6 +244,34 @@ void evspy_event_spares_free(void)
 		PyObject_Free(event_spares[--event_nspares]);
 }
 
+/*
+ * A stream names few dtypes ("float32", "bfloat16", ...): the str of each is
+ * made once and shared by its events, so an event does not decode it again
+ * and array() finds its NumPy dtype by a hash computed once. Names past the
+ * table's room (a producer may write any) get a str of their own.
+ */
+#define DTYPE_NAMES 16
+static struct {
+	char name[EVS_TENSOR_DTYPE_MAX];
+	PyObject *str;
+} dtype_names[DTYPE_NAMES];
+static int n_dtype_names;
+
+static PyObject *dtype_str(const char *name)
+{
+	PyObject *str;
+
+	for (int i = 0; i < n_dtype_names; i++)
+		if (!strcmp(dtype_names[i].name, name))
+			return Py_NewRef(dtype_names[i].str);
+	str = evspy_str(name);
+	if (str && n_dtype_names < DTYPE_NAMES && strlen(name) < EVS_TENSOR_DTYPE_MAX) {
+		strcpy(dtype_names[n_dtype_names].name, name);
+		dtype_names[n_dtype_names++].str = Py_NewRef(str);
+	}
+	return str;
+}
+
 PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_t ticket)
 {
 	EventObject *ev = event_alloc();
@@ -278,7 +306,7 @@ PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_
 		if (evs_tensor_parse(rec->data, rec->hdr.data_size, &info) == 0) {
 			ev->kind = info.is_print ? KIND_PRINT : KIND_TENSOR;
 			ev->prefix = evspy_str(info.prefix);
-			ev->dtype = info.is_print ? NULL : evspy_str(info.dtype);
+			ev->dtype = info.is_print ? NULL : dtype_str(info.dtype);
 			if (!ev->prefix || (!info.is_print && !ev->dtype)) {
 				Py_DECREF(ev);
 				return NULL;
@@ -498,16 +526,137 @@ static PyObject *ev_data(PyObject *self, void *c)
 	return mv;
 }
 
+/*
+ * An array's base: it holds one export of its event for as long as it lives,
+ * so the record stays held while the array does, as a memoryview would.
+ * NumPy's ndarray(shape, dtype, buffer) keeps the object it is given as the
+ * array's base and lets go of the buffer it got from it at once (it unwraps
+ * a memoryview to what it views): hence an object whose life is the export.
+ */
+typedef struct {
+	PyObject_HEAD
+	EventObject *ev;           /* strong */
+} ArrayBaseObject;
+
+static PyTypeObject *array_base_type;
+
+static PyObject *array_base_new(EventObject *ev)
+{
+	ArrayBaseObject *b = PyObject_New(ArrayBaseObject, array_base_type);
+
+	if (!b)
+		return NULL;
+	Py_INCREF((PyObject *)ev);
+	b->ev = ev;
+	ev->exports++;
+	return (PyObject *)b;
+}
+
+static void array_base_dealloc(PyObject *self)
+{
+	ArrayBaseObject *b = (ArrayBaseObject *)self;
+	PyTypeObject *tp = Py_TYPE(self);
+
+	b->ev->exports--;
+	event_maybe_done(b->ev);
+	Py_DECREF((PyObject *)b->ev);
+	PyObject_Free(self);
+	Py_DECREF(tp);
+}
+
+/* read-only, as the event's own: a writable request is refused */
+static int array_base_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+	EventObject *ev = ((ArrayBaseObject *)self)->ev;
+
+	return PyBuffer_FillInfo(view, self, (void *)ev->view, (Py_ssize_t)ev->view_len, 1, flags);
+}
+
+static PyType_Slot array_base_slots[] = {
+	{ Py_tp_dealloc, array_base_dealloc },
+	{ Py_bf_getbuffer, array_base_getbuffer },
+	{ Py_tp_doc, "The base of an Event.array(): holds the event's record while the array "
+		     "lives." },
+	{ 0, NULL },
+};
+
+static PyType_Spec array_base_spec = {
+	.name = "evstream._native.ArrayBase",
+	.basicsize = sizeof(ArrayBaseObject),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_IMMUTABLETYPE,
+	.slots = array_base_slots,
+};
+
+/* numpy.ndarray and the numpy.dtype of each known evstream dtype (None: the
+ * bytes of an event that is not a tensor), from array_views() at the first
+ * array(); kept for the process, like the helpers _bind() keeps. */
+static PyObject *view_ndarray, *view_dtypes;
+
+static int array_views_load(void)
+{
+	PyObject *r, *nd, *dtypes;
+
+	if (view_ndarray)
+		return 0;
+	r = PyObject_CallObject(evspy.array_views, NULL);
+	if (!r)
+		return -1;
+	if (!PyArg_ParseTuple(r, "OO!:array_views", &nd, &PyDict_Type, &dtypes)) {
+		Py_DECREF(r);
+		return -1;
+	}
+	view_ndarray = Py_NewRef(nd);
+	view_dtypes = Py_NewRef(dtypes);
+	Py_DECREF(r);
+	return 0;
+}
+
+/*
+ * The array of a dtype NumPy knows, made here rather than by make_array():
+ * one call to ndarray(shape, dtype, buffer) with a dtype object and a base
+ * that holds the lease. NULL without an exception: a case for make_array
+ * (an empty buffer, a dtype NumPy lacks).
+ */
+static PyObject *array_direct(EventObject *ev)
+{
+	PyObject *dtype, *shape, *base, *a;
+
+	if (!ev->view_len || array_views_load())
+		return NULL;
+	dtype = PyDict_GetItemWithError(view_dtypes, ev->kind == KIND_TENSOR ? ev->dtype : Py_None);
+	if (!dtype)
+		return NULL;
+	shape = ev->kind == KIND_TENSOR ? ev_shape_tuple(ev)
+					: Py_BuildValue("(K)", (unsigned long long)ev->view_len);
+	if (!shape)
+		return NULL;
+	base = array_base_new(ev);
+	if (!base) {
+		Py_DECREF(shape);
+		return NULL;
+	}
+	a = PyObject_CallFunctionObjArgs(view_ndarray, shape, dtype, base, NULL);
+	Py_DECREF(base);
+	Py_DECREF(shape);
+	return a;
+}
+
 static PyObject *ev_array(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "bfloat16", NULL };
 	EventObject *ev = (EventObject *)self;
 	PyObject *bf16 = Py_None, *shape, *res;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:array", kwlist, &bf16))
+	if ((PyTuple_Size(args) || (kw && PyDict_Size(kw))) &&
+	    !PyArg_ParseTupleAndKeywords(args, kw, "|O:array", kwlist, &bf16))
 		return NULL;
 	if (ev->released)
 		return lease_error(ev);
+	if (bf16 == Py_None) {
+		res = array_direct(ev);
+		if (res || PyErr_Occurred())
+			return res;
+	}
 	if (ev->kind == KIND_TENSOR) {
 		shape = ev_shape_tuple(ev);
 	} else {
@@ -1244,6 +1393,9 @@ PyObject *evspy_connect(PyObject *self, PyObject *args, PyObject *kw)
 
 int evspy_stream_types(PyObject *m)
 {
+	array_base_type = (PyTypeObject *)PyType_FromModuleAndSpec(m, &array_base_spec, NULL);
+	if (!array_base_type)
+		return -1;
 	evspy_event_type = (PyTypeObject *)PyType_FromModuleAndSpec(m, &event_spec, NULL);
 	if (!evspy_event_type || PyModule_AddObjectRef(m, "Event", (PyObject *)evspy_event_type))
 		return -1;

@@ -56,6 +56,28 @@ def test_an_array_keeps_its_record_held(producer, name):
     assert s.stats.released == 1
 
 
+def test_an_array_outlives_its_event_and_stays_read_only(producer, name):
+    s = evstream.connect(name, 0)
+    tensor(producer, 0, "a", 4.0, n=12)
+    ev = s.read(5)
+    a = ev.array().reshape(3, 4)
+    del ev
+    gc.collect()
+    assert s.held == 1                  # the array alone holds the record
+    with pytest.raises(ValueError):
+        a.setflags(write=True)          # the ring is never written through a view
+    with pytest.raises(ValueError):
+        a[0, 0] = 1.0
+    base = a.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert memoryview(base).readonly
+    del base
+    assert (a == 4.0).all() and s.held == 1
+    del a
+    assert s.held == 0 and s.stats.released == 1
+
+
 def test_views_of_views_and_numpy_views_of_data(producer, name):
     s = evstream.connect(name, 0)
     tensor(producer, 0, "a", 5.0)

@@ -95,6 +95,24 @@ def test_bfloat16_and_other_dtypes_numpy_lacks(producer, name):
     s.close()
 
 
+def test_more_dtype_names_than_a_stream_shares(producer, name):
+    # a dtype's str is shared by the events that name it, up to a table's
+    # room; past it each event has its own: names, sizes and bytes still hold
+    s = evstream.connect(name, 0)
+    names = ["t%02d" % i for i in range(40)] + ["float32", "int8"]
+    for rnd in range(2):
+        for i, dt in enumerate(names):
+            v = np.arange(i + 1, dtype=np.uint16 if dt.startswith("t") else dt)
+            assert producer.emit_tensor(0, dt, v, dtype=dt)
+            with s.read(5) as ev:
+                a = ev.array()
+                assert (ev.prefix, ev.dtype, ev.shape) == (dt, dt, (i + 1,))
+                assert a.tobytes() == v.tobytes()
+                assert a.dtype == (np.dtype("V2") if dt.startswith("t") else np.dtype(dt))
+                del a
+    s.close()
+
+
 def test_bfloat16_argument_on_empty_tensors_as_on_others(producer, name):
     # an empty tensor is checked and converted like one with elements
     s = evstream.connect(name, 0)
