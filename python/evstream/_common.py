@@ -77,23 +77,30 @@ def numpy_dtype(dtype, elem_size):
     return "|V%d" % elem_size
 
 
-# numpy.frombuffer and numpy.dtype objects of NPY_DTYPES (None: the bytes of
-# an event that is not a tensor), made at the first array: NumPy is imported
-# then, not with evstream, and a dtype string is not parsed at every array
+# What arrays are made with, at the first one (NumPy is imported then, not
+# with evstream): numpy.frombuffer, numpy.ndarray, and a numpy.dtype object
+# for each name of NPY_DTYPES (None: the bytes of an event that is not a
+# tensor), so that no dtype string is parsed at every array
 _views = {}
 
 
-def array_views():
-    """(numpy.frombuffer, {evstream dtype or None: numpy.dtype}): what an
-    array view of known dtype is made with (make_array, and the native
-    Event.array() directly). Dtypes NumPy does not know are not in it: a
-    producer may name any, and each is made when asked (numpy_dtype)."""
+def _numpy_views():
     if not _views:
         import numpy as np
         dtypes = {name: np.dtype(npd) for name, npd in NPY_DTYPES.items()}
         dtypes[None] = np.dtype(np.uint8)
-        _views.update(frombuffer=np.frombuffer, ndarray=np.ndarray, dtypes=dtypes)
-    return _views["ndarray"], _views["dtypes"]
+        _views.update(frombuffer=np.frombuffer, ndarray=np.ndarray, empty=np.empty,
+                      dtypes=dtypes)
+    return _views
+
+
+def array_views():
+    """(numpy.ndarray, {evstream dtype or None: numpy.dtype}): what the
+    native Event.array() makes an array of known dtype with. Dtypes NumPy
+    does not know are not in it: a producer may name any, and make_array
+    makes each when asked (numpy_dtype)."""
+    v = _numpy_views()
+    return v["ndarray"], v["dtypes"]
 
 
 def bfloat16_to_float32(bits):
@@ -109,8 +116,8 @@ def make_array(exporter, dtype, elem_size, shape, bfloat16=None):
     bfloat16 tensors view their bits as uint16, unless bfloat16='float32'
     asks for a float32 copy of their values.
     """
-    dtypes = array_views()[1]
-    frombuffer = _views["frombuffer"]
+    v = _numpy_views()
+    dtypes, frombuffer = v["dtypes"], v["frombuffer"]
     # checked first, whatever the size: an empty tensor is refused or
     # converted as one with elements
     if bfloat16 is not None:
@@ -126,8 +133,7 @@ def make_array(exporter, dtype, elem_size, shape, bfloat16=None):
         a = frombuffer(exporter, dtype=npd)
     elif len(memoryview(exporter)) == 0:
         # frombuffer refuses empty buffers on older NumPy: no bytes to view
-        import numpy as np
-        a = np.empty(shape, dtype=npd)
+        a = v["empty"](shape, dtype=npd)
         a.flags.writeable = False
     else:
         a = frombuffer(exporter, dtype=npd)

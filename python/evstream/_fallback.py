@@ -50,7 +50,7 @@ _prepare_wait = _lib.prepare_wait
 
 def _bind(stats, lease_error, held_error, end_of_stream, make_array, array_views, detached,
           report):
-    # array_views is the native Event.array()'s; make_array uses it here
+    # array_views serves the native Event.array(); here make_array makes every array
     _h.update(stats=stats, lease_error=lease_error, held_error=held_error,
               end_of_stream=end_of_stream, make_array=make_array, detached=detached,
               report=report)

@@ -42,7 +42,7 @@ struct evspy_bound {
 	PyObject *held_error;     /* TooManyHeld: the window is full */
 	PyObject *end_of_stream;  /* EndOfStream: producer gone, all read */
 	PyObject *make_array;     /* make_array(event, dtype, elem_size, shape) */
-	PyObject *array_views;    /* array_views() -> (numpy.frombuffer, {dtype: numpy.dtype}) */
+	PyObject *array_views;    /* array_views() -> (numpy.ndarray, {dtype: numpy.dtype}) */
 	PyObject *detached;       /* DetachedEvent(...) */
 	PyObject *report;         /* report(core, seq, type, value, tb): a callback raised */
 };

@@ -245,10 +245,11 @@ void evspy_event_spares_free(void)
 }
 
 /*
- * A stream names few dtypes ("float32", "bfloat16", ...): the str of each is
- * made once and shared by its events, so an event does not decode it again
- * and array() finds its NumPy dtype by a hash computed once. Names past the
- * table's room (a producer may write any) get a str of their own.
+ * Events name few dtypes ("float32", "bfloat16", ...): the str of each is
+ * made once and shared by the events of every stream, so an event does not
+ * decode it again and array() finds its NumPy dtype by a hash computed
+ * once. Names past the table's room (a producer may write any) get a str
+ * of their own. Touched with the GIL held only.
  */
 #define DTYPE_NAMES 16
 static struct {
