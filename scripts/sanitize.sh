@@ -8,7 +8,9 @@
 #   scripts/sanitize.sh static                cppcheck + clang-tidy on transport/ and runtime/
 #
 # SUITE is a suite name (test_ring) or a path; without any, each mode runs
-# its default list below. Heavy suites get smaller counts through the
+# its default list below, and asan and valgrind then also run the Python
+# suite (python/tests) over the same build: the extension and libevstream
+# are this project's C too. Heavy suites get smaller counts through the
 # environment (EVS_STRESS_EVENTS; EVS_CRASHLOOP_ITERS under TSan) and are
 # left out of valgrind. Exit status: non-zero when anything failed or was reported.
 set -uo pipefail
@@ -16,7 +18,9 @@ cd "$(dirname "$0")/.."
 
 mode=${1:-}
 shift || true
+named=$#   # suites named: the C suites alone
 JOBS=${JOBS:-2}
+PY=${PYTHON:-/usr/bin/python3}
 
 # Suites present in this tree.
 all_suites() { ls tests/test_*.c 2>/dev/null | sed -e 's|tests/||' -e 's|\.c$||'; }
@@ -42,6 +46,19 @@ build() { # build DIR CC CFLAGS
   make --no-print-directory -s -j"$JOBS" BUILD="$1" CC="$2" CFLAGS="$3" LDFLAGS="$3" tests >/dev/null
 }
 
+# python_suite IMPL [ENV...]: python/tests/run.sh under env, within
+# PY_SUITE_LIMIT seconds (default 1800); 0 when it passed or skipped
+# (run.sh says why in a SKIP line: no pytest, NumPy or extension), else 1
+python_suite() {
+  local impl=$1 limit=${PY_SUITE_LIMIT:-1800} r
+  shift
+  echo "== python/tests, $impl implementation"
+  timeout -k 10 "$limit" env "$@" bash python/tests/run.sh "$impl"
+  r=$?
+  [ $r -eq 124 ] || [ $r -eq 137 ] && echo "python/tests ($impl) did not finish within $limit s"
+  [ $r -eq 0 ] || [ $r -eq 77 ]
+}
+
 case $mode in
 asan)
   flags="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
@@ -52,6 +69,26 @@ asan)
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   export EVS_STRESS_EVENTS=${EVS_STRESS_EVENTS:-1000000}
   bash scripts/run-tests.sh "${picked[@]}"
+  rc=$?
+  [ "$named" -eq 0 ] || exit $rc
+  # The Python suite over build-asan, both implementations: the extension,
+  # and libevstream through ctypes. CPython is not built with ASan, so its
+  # runtime comes first by LD_PRELOAD, with libstdc++, whose __cxa_throw it
+  # must find when torch throws; no leak check: the interpreter keeps what
+  # it allocated when it exits. --capture=sys: a report written to fd 2 by
+  # a process about to abort reaches the log, not pytest's capture file.
+  if [ "${SAN_CC:-gcc}" != gcc ]; then
+    echo "SKIP python/tests under ASan: preloading the runtime is set up for gcc's libasan only"
+    exit $rc
+  fi
+  make --no-print-directory -s -j"$JOBS" BUILD=build-asan CC=gcc CFLAGS="$flags" LDFLAGS="$flags" \
+    python build-asan/evs-dump build-asan/evs-demo >/dev/null || exit 1
+  preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
+  for impl in native fallback; do
+    python_suite "$impl" BUILD=build-asan LD_PRELOAD="$preload" \
+      ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 PYTEST_ADDOPTS=--capture=sys || rc=1
+  done
+  exit $rc
   ;;
 tsan)
   # the suites that run producer and consumer on different threads
@@ -121,6 +158,28 @@ EOT
   bash scripts/run-tests.sh "$wrap"/*
   rc=$?
   rm -rf "$wrap"
+  [ "$named" -eq 0 ] || exit $rc
+  # The native Python suite under memcheck, the interpreter wrapped: every
+  # Python process the suite starts through it is watched, and a memory
+  # error in any fails the run. PYTHONMALLOC=malloc: memcheck sees each
+  # object. python/tests/valgrind.supp: reports in glibc's loader and in
+  # torch's libcpuinfo. No leak check: the interpreter's.
+  pyw=$(mktemp -d)
+  mkdir "$pyw/logs"
+  cat >"$pyw/python3" <<EOT
+#!/bin/bash
+exec valgrind --fair-sched=yes --suppressions=$PWD/python/tests/valgrind.supp \\
+  --log-file=$pyw/logs/%p.log $PY "\$@"
+EOT
+  chmod +x "$pyw/python3"
+  python_suite native PYTHON="$pyw/python3" PYTHONMALLOC=malloc || rc=1
+  for l in "$pyw"/logs/*.log; do
+    [ -e "$l" ] || continue
+    if grep -qE "$errors" "$l"; then
+      echo "valgrind: errors in a Python process (${l##*/})"; cat "$l"; rc=99
+    fi
+  done
+  rm -rf "$pyw"
   exit $rc
   ;;
 static)
