@@ -59,6 +59,29 @@ python_suite() {
   [ $r -eq 0 ] || [ $r -eq 77 ]
 }
 
+# python_sanitized DIR FLAGS RUNTIME "IMPL..." [ENV...]: the Python suite
+# over the extension and libevstream of a sanitizer's build DIR. Debian's
+# CPython is not built with a sanitizer, so the runtime (libasan.so,
+# libtsan.so) comes first by LD_PRELOAD, with libstdc++, whose __cxa_throw
+# the runtime intercepts and must find when torch throws. --capture=sys: a
+# report written to fd 2 by a process about to abort reaches the log, not
+# pytest's capture file.
+python_sanitized() {
+  local dir=$1 flags=$2 runtime=$3 impls=$4 impl rc=0
+  shift 4
+  if [ "${SAN_CC:-gcc}" != gcc ]; then
+    echo "SKIP python/tests over $dir: preloading the runtime is set up for gcc's $runtime only"
+    return 0
+  fi
+  make --no-print-directory -s -j"$JOBS" BUILD="$dir" CC=gcc CFLAGS="$flags" LDFLAGS="$flags" \
+    python "$dir/evs-dump" "$dir/evs-demo" >/dev/null || return 1
+  for impl in $impls; do
+    python_suite "$impl" BUILD="$dir" PYTEST_ADDOPTS=--capture=sys \
+      LD_PRELOAD="$(gcc -print-file-name="$runtime") $(gcc -print-file-name=libstdc++.so)" "$@" || rc=1
+  done
+  return $rc
+}
+
 case $mode in
 asan)
   flags="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
@@ -71,23 +94,11 @@ asan)
   bash scripts/run-tests.sh "${picked[@]}"
   rc=$?
   [ "$named" -eq 0 ] || exit $rc
-  # The Python suite over build-asan, both implementations: the extension,
-  # and libevstream through ctypes. CPython is not built with ASan, so its
-  # runtime comes first by LD_PRELOAD, with libstdc++, whose __cxa_throw it
-  # must find when torch throws; no leak check: the interpreter keeps what
-  # it allocated when it exits. --capture=sys: a report written to fd 2 by
-  # a process about to abort reaches the log, not pytest's capture file.
-  if [ "${SAN_CC:-gcc}" != gcc ]; then
-    echo "SKIP python/tests under ASan: preloading the runtime is set up for gcc's libasan only"
-    exit $rc
-  fi
-  make --no-print-directory -s -j"$JOBS" BUILD=build-asan CC=gcc CFLAGS="$flags" LDFLAGS="$flags" \
-    python build-asan/evs-dump build-asan/evs-demo >/dev/null || exit 1
-  preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
-  for impl in native fallback; do
-    python_suite "$impl" BUILD=build-asan LD_PRELOAD="$preload" \
-      ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 PYTEST_ADDOPTS=--capture=sys || rc=1
-  done
+  # The Python suite, both implementations: the extension, and
+  # libevstream through ctypes. No leak check: the interpreter keeps what
+  # it allocated when it exits.
+  python_sanitized build-asan "$flags" libasan.so "native fallback" \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 || rc=1
   exit $rc
   ;;
 tsan)
@@ -105,19 +116,10 @@ tsan)
   bash scripts/run-tests.sh "${picked[@]}"
   rc=$?
   [ "$named" -eq 0 ] || exit $rc
-  # The native Python suite over build-tsan: subscriptions read a stream
-  # on a thread of their own. The runtime is preloaded into Debian's
-  # CPython as under ASan; the GIL is a pthread mutex and condition, which
-  # TSan sees, so what the extension does under it is ordered.
-  if [ "${SAN_CC:-gcc}" != gcc ]; then
-    echo "SKIP python/tests under TSan: preloading the runtime is set up for gcc's libtsan only"
-    exit $rc
-  fi
-  make --no-print-directory -s -j"$JOBS" BUILD=build-tsan CC=gcc CFLAGS="$flags" LDFLAGS="$flags" \
-    python build-tsan/evs-dump build-tsan/evs-demo >/dev/null || exit 1
-  python_suite native BUILD=build-tsan \
-    LD_PRELOAD="$(gcc -print-file-name=libtsan.so) $(gcc -print-file-name=libstdc++.so)" \
-    PYTEST_ADDOPTS=--capture=sys || rc=1
+  # The native Python suite: subscriptions read a stream on a thread of
+  # their own. The GIL is a pthread mutex and condition, which TSan sees,
+  # so what the extension does under it is ordered.
+  python_sanitized build-tsan "$flags" libtsan.so native || rc=1
   exit $rc
   ;;
 valgrind)
