@@ -7,6 +7,7 @@
  * Attaching (mapping and checking the shared memory) is attach.c's.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,9 @@ static int consumer_look(struct evs_consumer *c, uint64_t off)
 	consumer_note_look(c, err, paused);
 	return err;
 }
+
+/* consumer_read_header() writes the checked size over the header's first word */
+_Static_assert(offsetof(struct evs_event_header, data_size) == 0, "data_size first");
 
 /*
  * Copy out and check the header of the record at ring offset off,
