@@ -2,7 +2,6 @@
 /* Limits and names from options and the environment, with errors that name
  * the bad value and what is allowed. */
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "config.h"
 #include "env.h"
 #include "envnum.h"
@@ -79,12 +79,13 @@ static int clock_mode_from_env(enum evs_clock_mode *mode)
  * pages), which is what holds the events. */
 void evs_config_note_ring(const struct evs_config *cfg, uint64_t ring_bytes)
 {
-	static atomic_flag said = ATOMIC_FLAG_INIT;
+	static _Atomic bool said;
 	const char *ring_env = getenv("EVSTREAM_RING_BYTES");
 
 	if (!cfg->note_ring || !ring_env || ring_bytes / EVS_RUNTIME_EVENT_BYTES >= cfg->max_events)
 		return;
-	if (atomic_flag_test_and_set(&said))
+	/* once per process, whichever thread makes a ring first */
+	if (xchg(&said, true))
 		return;
 	fprintf(stderr, "evstream: EVSTREAM_RING_BYTES=%s (a ring of %llu bytes, rounded up to the "
 		"page size) holds %llu tensor-read events of %llu bytes, fewer than %s%llu events%s: "

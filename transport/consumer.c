@@ -103,7 +103,8 @@ static int consumer_fill(struct evs_consumer *c)
 	if (!producer_gone(c))
 		return -EAGAIN;
 	/* gone: what it committed before is visible now; look once more (not
-	 * in a loop, so that a position that keeps flipping cannot hold us) */
+	 * in a loop, so that a position that keeps flipping cannot hold us).
+	 * Pairs, as above, with smp_store_release(&prod->prod_pos). */
 	p = smp_load_acquire(&c->prod->prod_pos);
 	if (p != consumer_read_pos(c))
 		return consumer_take_pos(c, p);
