@@ -321,6 +321,10 @@ def test_a_ring_sized_in_bytes_says_how_many_events_the_ring_as_made_holds():
     assert r.returncode == 0 and r.stdout.split() == ["1003520"], r.stderr
     assert "EVSTREAM_RING_BYTES=1000000 (a ring of 1003520 bytes, rounded up to the page size) " \
         "holds 922 tensor-read events of 1088 bytes, fewer than the 65536 events" in r.stderr
+    # said once a process, not once a ring: four cores of one producer and a second one
+    r = run_python("import evstream; p = evstream.Producer(None, 4); q = evstream.Producer(None, 2)",
+                   EVSTREAM_RING_BYTES="1000000", EVSTREAM_HUGEPAGES="off")
+    assert r.returncode == 0 and r.stderr.count("EVSTREAM_RING_BYTES=") == 1, r.stderr
     r = run_python(code, EVSTREAM_RING_BYTES="1000000", EVSTREAM_HUGEPAGES="off",
                    NEURON_RT_DEBUG_STREAM_BUFFER_SIZE="900")
     assert r.returncode == 0 and r.stderr == ""       # 922 >= 900: nothing to say
