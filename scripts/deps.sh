@@ -37,9 +37,13 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+# A log of a name of its own (mktemp), never a fixed /tmp path another
+# user could have planted a link at.
+log=$(mktemp "${TMPDIR:-/tmp}/evstream-deps.XXXXXX")
 # A fresh machine has no package lists; refresh once when a package is unknown.
-if ! $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/tmp/evstream-deps.log 2>&1; then
-  $SUDO apt-get update -q >>/tmp/evstream-deps.log 2>&1
-  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >>/tmp/evstream-deps.log 2>&1 || {
-    echo "deps: apt-get install failed; see /tmp/evstream-deps.log" >&2; tail -20 /tmp/evstream-deps.log >&2; exit 1; }
+if ! $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
+  $SUDO apt-get update -q >>"$log" 2>&1
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$log" 2>&1 || {
+    echo "deps: apt-get install failed; see $log" >&2; tail -20 "$log" >&2; exit 1; }
 fi
+rm -f "$log"
