@@ -8,8 +8,8 @@
 #   scripts/sanitize.sh static                cppcheck + clang-tidy on transport/ and runtime/
 #
 # SUITE is a suite name (test_ring) or a path; without any, each mode runs
-# its default list below, and asan and valgrind then also run the Python
-# suite (python/tests) over the same build: the extension and libevstream
+# its default list below, and asan, tsan and valgrind then also run the
+# Python suite (python/tests) over the same build: the extension and libevstream
 # are this project's C too. Heavy suites get smaller counts through the
 # environment (EVS_STRESS_EVENTS; EVS_CRASHLOOP_ITERS under TSan) and are
 # left out of valgrind. Exit status: non-zero when anything failed or was reported.

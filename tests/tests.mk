@@ -28,3 +28,5 @@ test-only: tests
 
 # Scripted: both compilers, soname/exports, make install, pkg-config.
 TESTS += tests/build_contract.sh
+# scripts/deps.sh's log: a mktemp file, not a fixed /tmp path (stand-in apt-get).
+TESTS += tests/deps_log.sh

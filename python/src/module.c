@@ -12,21 +12,26 @@
 
 /* _bind(Stats, LeaseError, TooManyHeld, EndOfStream, make_array,
  * array_views, DetachedEvent, report): the Python-level helpers, from
- * evstream._common. */
+ * evstream._common, in this order. */
+static PyObject **const bind_slots[] = {
+	&evspy.stats, &evspy.lease_error, &evspy.held_error, &evspy.end_of_stream,
+	&evspy.make_array, &evspy.array_views, &evspy.detached, &evspy.report,
+};
+#define BIND_N ((Py_ssize_t)(sizeof(bind_slots) / sizeof(bind_slots[0])))
+
 static PyObject *mod_bind(PyObject *self, PyObject *args)
 {
-	PyObject *o[8];
-	PyObject **slot[8] = { &evspy.stats, &evspy.lease_error, &evspy.held_error,
-			       &evspy.end_of_stream, &evspy.make_array, &evspy.array_views,
-			       &evspy.detached, &evspy.report };
-
 	(void)self;
-	if (!PyArg_ParseTuple(args, "OOOOOOOO:_bind", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-			      &o[6], &o[7]))
+	if (PyTuple_Size(args) != BIND_N) {
+		PyErr_Format(PyExc_TypeError, "_bind() takes %zd helpers, not %zd", BIND_N,
+			     PyTuple_Size(args));
 		return NULL;
-	for (int i = 0; i < 8; i++) {
-		Py_INCREF(o[i]);
-		EVSPY_SETREF(*slot[i], o[i]);
+	}
+	for (Py_ssize_t i = 0; i < BIND_N; i++) {
+		PyObject *o = PyTuple_GetItem(args, i);
+
+		Py_INCREF(o);
+		EVSPY_SETREF(*bind_slots[i], o);
 	}
 	Py_RETURN_NONE;
 }
