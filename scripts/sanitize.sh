@@ -110,7 +110,8 @@ tsan)
   suites=("$@"); [ ${#suites[@]} -gt 0 ] || suites=($(except test_permissions))
   pick build-tsan "${suites[@]}"
   build build-tsan "${SAN_CC:-gcc}" "$flags" || exit 1
-  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+  # scripts/tsan.supp: what TSan's model reports that is no race, each said why
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp}
   export EVS_STRESS_EVENTS=${EVS_STRESS_EVENTS:-1000000}
   export EVS_CRASHLOOP_ITERS=${EVS_CRASHLOOP_ITERS:-50}
   bash scripts/run-tests.sh "${picked[@]}"

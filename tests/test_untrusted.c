@@ -305,13 +305,91 @@ START_TEST(test_connect_rejects_bad_magic)
 }
 END_TEST
 
-START_TEST(test_connect_rejects_unaligned_consumer_position)
+/* The next consumer of a stream starts where its predecessor left only
+ * when that is a record start the producer's own records lead to; a
+ * position off the record grid, ahead of the ring or inside a payload
+ * (here, one shaped like a header that ends where the ring does) comes
+ * from a consumer that wrote nonsense: the next one starts at the newest
+ * record, instead of being refused or handed a forged record. */
+static void assert_next_consumer_starts_fresh(uint64_t left_pos)
 {
+	struct evs_record r;
+
 	evs_consumer__free(fx.c);
 	fx.c = NULL;
-	WRITE_ONCE(&fx.s->cons->cons_pos, 4);
-	ck_assert_ptr_null(evs_consumer__connect(NULL, 0, NULL));
-	ck_assert_int_eq(errno, EBADMSG);
+	WRITE_ONCE(&fx.s->cons->cons_pos, left_pos);
+	fx.c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(fx.c, "connect after a consumer left position %llu: %s",
+		      (unsigned long long)left_pos, evs_errmsg());
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), -EAGAIN);
+	ck_assert_int_eq(evs_producer__emit(fx.p, 0, 7, "fresh", 5), 0);
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
+	ck_assert_uint_eq(r.hdr.type, 7);
+	ck_assert_uint_eq(r.hdr.data_size, 5);
+	ck_assert_int_eq(memcmp(r.data, "fresh", 5), 0);
+	ck_assert_int_eq(evs_consumer__release(fx.c), 0);
+}
+
+START_TEST(test_next_consumer_starts_fresh_after_an_unaligned_position)
+{
+	emit_n(3, 8);
+	assert_next_consumer_starts_fresh(4);
+}
+END_TEST
+
+START_TEST(test_next_consumer_starts_fresh_after_a_position_ahead)
+{
+	emit_n(3, 8);
+	assert_next_consumer_starts_fresh(READ_ONCE(&fx.s->prod->prod_pos) + 8);
+}
+END_TEST
+
+START_TEST(test_next_consumer_is_not_handed_a_record_forged_in_a_payload)
+{
+	uint8_t payload[200] = { 0 };
+	struct evs_event_header fake = { .data_size = 72, .type = 0x4242, .seq = 12345 };
+
+	/* record 0 spans [0, 264); a "header" at 128 whose record ends at 264 */
+	memcpy(payload + 64, &fake, sizeof(fake));
+	ck_assert_int_eq(evs_producer__emit(fx.p, 0, 1, payload, sizeof(payload)), 0);
+	ck_assert_uint_eq(READ_ONCE(&fx.s->prod->prod_pos), 128 + evs_record_len(72));
+	assert_next_consumer_starts_fresh(128);
+}
+END_TEST
+
+/* A consumer that keeps a mapping of its page after it left, and writes
+ * there that everything was read, moves nothing: the next consumer has a
+ * page of its own, and the producer does not write over what that one has
+ * not read. */
+START_TEST(test_a_consumer_gone_cannot_release_for_the_next_one)
+{
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	uint64_t len = evs_record_len(100), n = RING / len;
+	struct evs_shm_cons *old;
+	struct evs_record r;
+	char buf[100] = { 0 };
+	int ok = 0;
+
+	old = mmap(NULL, EVS_CTL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fx.s->backing.cons_fd, 0);
+	ck_assert_ptr_ne(old, MAP_FAILED);
+	evs_consumer__free(fx.c);
+	fx.c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(fx.c, "%s", evs_errmsg());
+	for (uint64_t i = 0; i < 2 * n; i++) {
+		buf[0] = (char)i;
+		ok += evs_producer__emit(fx.p, 0, 1, buf, sizeof(buf)) == 0;
+		WRITE_ONCE(&old->cons_pos, READ_ONCE(&fx.s->prod->prod_pos));
+		WRITE_ONCE(&old->released, READ_ONCE(&fx.s->prod->committed));
+	}
+	ck_assert_int_eq(ok, (int)n); /* a ring's worth, then full */
+	ck_assert_int_eq(evs_producer__stats(fx.p, 0, &st), 0);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_RING_FULL], n);
+	for (uint64_t i = 0; i < n; i++) {
+		ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
+		ck_assert_int_eq(((const char *)r.data)[0], (char)i);
+		ck_assert_int_eq(evs_consumer__release(fx.c), 0);
+	}
+	munmap(old, EVS_CTL_PAGE);
 }
 END_TEST
 
@@ -612,6 +690,40 @@ START_TEST(test_consumer_refuses_a_pipe_for_its_eventfd)
 }
 END_TEST
 
+/* A semaphore eventfd takes 1 from its count per read: one write of a
+ * large count by the producer would keep it readable, and every wait of
+ * the consumer would return at once. Refused at connect, by name. */
+START_TEST(test_consumer_refuses_a_semaphore_eventfd)
+{
+	struct evs_welcome w = welcome(RING);
+	int fds[EVS_WELCOME_NFDS];
+	char info[64];
+	FILE *f;
+	bool said = false;
+
+	fake_files(fds, RING, true);
+	close(fds[EVS_WELCOME_EVENT_FD]);
+	fds[EVS_WELCOME_EVENT_FD] = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	ck_assert_int_ge(fds[EVS_WELCOME_EVENT_FD], 0);
+	snprintf(info, sizeof(info), "/proc/self/fdinfo/%d", fds[EVS_WELCOME_EVENT_FD]);
+	f = fopen(info, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(info, sizeof(info), f))
+		said |= strncmp(info, "eventfd-semaphore:", 18) == 0;
+	fclose(f);
+	if (!said) {
+		for (int i = 0; i < EVS_WELCOME_NFDS; i++)
+			close(fds[i]);
+		fprintf(stderr, "SKIP test_consumer_refuses_a_semaphore_eventfd: this kernel's fdinfo "
+			"does not say eventfd-semaphore (Linux 6.4 on)\n");
+		return;
+	}
+	write_identity(fds[EVS_WELCOME_CTL_FD], RING, 1);
+	ck_assert_int_eq(connect_fake("semefd", &w, fds, EVS_WELCOME_NFDS), EPROTO);
+	ck_assert_msg(strstr(evs_errmsg(), "semaphore"), "message: %s", evs_errmsg());
+}
+END_TEST
+
 START_TEST(test_consumer_refuses_a_regular_file_for_its_eventfd)
 {
 	struct evs_welcome w = welcome(RING);
@@ -849,7 +961,10 @@ int main(void)
 	tcase_add_test(tc, test_consumer_header_copy_is_immune_to_later_writes);
 	tcase_add_test(tc, test_consumer_record_never_extends_past_the_mapping);
 	tcase_add_test(tc, test_connect_rejects_bad_magic);
-	tcase_add_test(tc, test_connect_rejects_unaligned_consumer_position);
+	tcase_add_test(tc, test_next_consumer_starts_fresh_after_an_unaligned_position);
+	tcase_add_test(tc, test_next_consumer_starts_fresh_after_a_position_ahead);
+	tcase_add_test(tc, test_next_consumer_is_not_handed_a_record_forged_in_a_payload);
+	tcase_add_test(tc, test_a_consumer_gone_cannot_release_for_the_next_one);
 	tcase_add_test(tc, test_consumer_wait_ignores_o_nonblock_cleared_by_another_holder);
 	suite_add_tcase(s, tc);
 
@@ -862,6 +977,7 @@ int main(void)
 	tcase_add_test(tf, test_consumer_wait_keeps_its_timeout_on_a_blocking_eventfd);
 	tcase_add_test(tf, test_consumer_connect_does_not_wait_on_a_full_blocking_eventfd);
 	tcase_add_test(tf, test_consumer_refuses_a_pipe_for_its_eventfd);
+	tcase_add_test(tf, test_consumer_refuses_a_semaphore_eventfd);
 	tcase_add_test(tf, test_consumer_refuses_a_regular_file_for_its_eventfd);
 	tcase_add_test(tf, test_consumer_closes_surplus_fds_of_a_welcome);
 	tcase_add_test(tf, test_consumer_refuses_welcome_without_fds);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,11 +36,90 @@ int evs_stream_claim(struct evs_stream *s)
 	return 0;
 }
 
-/* Called with the stream claimed, before the consumer can see any data. */
-bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
+/* Tries of the handover's consistent reading before it gives up on the
+ * previous consumer's position (a publication keeps landing meanwhile). */
+#define HANDOVER_TRIES 64
+
+/*
+ * The records of [from, to) counted by walking their headers, which the
+ * producer wrote; -1 when the walk misses to (from or to is not where a
+ * record starts). Nothing at or past the accepted consumer position has
+ * been written over: the producer writes up to a ring past it.
+ */
+static int64_t records_between(const struct evs_stream *s, uint64_t from, uint64_t to)
+{
+	int64_t n = 0;
+
+	while (from != to) {
+		const struct evs_event_header *h =
+			(const struct evs_event_header *)(s->data + from % s->cap);
+		uint64_t size = h->data_size;
+
+		if (size > s->cap - EVS_RECORD_HDR || evs_record_len(size) > to - from)
+			return -1;
+		from += evs_record_len(size);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Where the next consumer starts. It inherits the records its predecessor
+ * left unreleased, from the position that one left in its page, when the
+ * records from the position the producer last accepted lead to it and on
+ * to prod_pos, and the released count adds up with what is left to what
+ * was committed: an honest consumer's words always do. Anything else was
+ * written by a consumer that wrote nonsense, or a record start chosen
+ * inside a payload: the next consumer starts at the newest record, and
+ * the skipped records are said on stderr.
+ */
+static void stream_handover(struct evs_stream *s, struct evs_shm_cons *init)
+{
+	/* relaxed: the old page is untrusted, checked below */
+	uint64_t c = READ_ONCE(&s->cons->cons_pos), r = READ_ONCE(&s->cons->released);
+	/* relaxed: the producer thread's own words; it moves them only while
+	 * a consumer is active, or in an emit that began before it left */
+	uint64_t cc = READ_ONCE(&s->cons_cache), rc = READ_ONCE(&s->released_cache);
+	uint64_t p = 0, k = 0;
+	int64_t n;
+
+	for (int i = 0; i < HANDOVER_TRIES; i++) {
+		/* pairs with smp_store_release(&prod->prod_pos) in stream_publish():
+		 * the records below p are complete, and committed counts them */
+		p = smp_load_acquire(&s->prod->prod_pos);
+		n = c - cc > p - cc || records_between(s, cc, c) < 0 ? -1 : records_between(s, c, p);
+		/* relaxed: after the acquire above; a publication in between
+		 * shows as prod_pos moving, checked next */
+		k = READ_ONCE(&s->prod->committed);
+		if (smp_load_acquire(&s->prod->prod_pos) != p)
+			continue; /* pairs as above: a publication landed, look again */
+		if (n >= 0 && r - rc <= k - rc && k - r == (uint64_t)n) {
+			init->cons_pos = c;
+			init->released = r;
+			return;
+		}
+	}
+	init->cons_pos = p;
+	init->released = k;
+	fprintf(stderr, "evstream: core %u: the last consumer left a position or count that does "
+		"not match the ring; the next one starts at the newest record, skipping %llu it had "
+		"not released\n", s->core, (unsigned long long)(k - (r - rc <= k - rc ? r : rc)));
+}
+
+/* Called with the stream claimed, before the consumer can see any data:
+ * a fresh consumer page for it, so that what an earlier consumer writes
+ * into its own, now or later, moves nothing. 1 when the consumer may use
+ * membarrier(), 0 when not, or -errno. */
+int evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
 {
 	bool use_membarrier = consumer_membarrier && s->owner->membarrier;
+	struct evs_shm_cons init = { .wait = EVS_WAIT_AWAKE };
+	int err;
 
+	stream_handover(s, &init);
+	err = evs_backing_renew_cons(&s->backing, &s->map, &init, s->owner->name, s->core);
+	if (err)
+		return evs_fail(-err, "a consumer page for core %u: %s", s->core, evs_strerror(err));
 	/* a kick left over from a previous consumer would be a spurious wakeup
 	 * (one still on its way is the consumer's to drop: prepare_wait) */
 	evs_efd_drain(s->efd);
@@ -50,8 +130,9 @@ bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
 	 * consumer looks, whichever way that one arms */
 	if (s->owner->membarrier)
 		evs_membarrier();
-	/* the consumer starts armed: the first commit wakes it, so a client
-	 * that polls before it reads anything is not left asleep */
+	/* the consumer starts armed (after the drain above, so that a kick
+	 * for this arm stays): the first commit wakes it, so a client that
+	 * polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
 	/* pairs with smp_load_acquire(&s->active) in stream_admit() */
 	smp_store_release(&s->active, 1);
@@ -169,9 +250,12 @@ static int connect_local(struct evs_consumer *c, struct evs_producer *p, unsigne
 		evs_stream_release_claim(s);
 		return err;
 	}
-	err = evs_consumer_map(c, s->backing.ctl_ro_fd, s->backing.cons_fd, s->backing.data_ro_fd,
-			       s->backing.ring_bytes, s->backing.page_size, core,
-			       evs_stream_activate(s, evs_membarrier_usable()));
+	/* first: activation gives the stream its fresh consumer page */
+	err = evs_stream_activate(s, evs_membarrier_usable());
+	if (err >= 0)
+		err = evs_consumer_map(c, s->backing.ctl_ro_fd, s->backing.cons_fd,
+				       s->backing.data_ro_fd, s->backing.ring_bytes,
+				       s->backing.page_size, core, err);
 	if (err) {
 		evs_stream_release_claim(s);
 		return err;

@@ -15,11 +15,12 @@
 
 /* One consumer per stream: the first claim wins (0), others -EBUSY. */
 int evs_stream_claim(struct evs_stream *s);
-/* With the stream claimed, before the consumer sees any data: the
- * consumer's wait word armed, the mode of the barrier agreed.
- * consumer_membarrier: the consumer can call membarrier(); returns true
- * when it must (the producer then skips its fence). */
-bool evs_stream_activate(struct evs_stream *s, bool consumer_membarrier);
+/* With the stream claimed, before the consumer sees any data: a fresh
+ * consumer page (where to start, the wait word armed), the mode of the
+ * barrier agreed. consumer_membarrier: the consumer can call
+ * membarrier(); returns 1 when it must (the producer then skips its
+ * fence), 0 when not, -errno when no page could be made. */
+int evs_stream_activate(struct evs_stream *s, bool consumer_membarrier);
 /* The consumer left: events drop as no_consumer, the next may claim. */
 void evs_stream_release_claim(struct evs_stream *s);
 /* The producer is being freed: an in-process consumer keeps its own

@@ -226,7 +226,7 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 	err = evs_efd_check(fds[EVS_WELCOME_EVENT_FD], what, sizeof(what));
 	if (err == -EPROTO) {
 		evs_fail(EPROTO, "producer '%s' sent %s as the stream's eventfd: refused, an eventfd "
-			 "was expected", name, what);
+			 "without EFD_SEMAPHORE was expected", name, what);
 		goto err_close;
 	} else if (err) {
 		evs_fail(-err, "producer '%s': checking the stream's eventfd through /proc/self/fd: %s "

@@ -21,8 +21,10 @@
  *  |           producer takes)            |   process maps page 1 right after
  *  +--------------------------------------+   page 0.
  *
- * Positions are free-running 64-bit byte counts; offset = pos % ring_bytes.
- * A reader treats everything the other side wrote as untrusted.
+ * Each connection gets a new consumer memfd (attach.c), holding where the
+ * consumer starts. Positions are free-running 64-bit byte counts; offset =
+ * pos % ring_bytes. A reader treats everything the other side wrote as
+ * untrusted.
  */
 #ifndef EVS_LAYOUT_H
 #define EVS_LAYOUT_H

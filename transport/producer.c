@@ -31,12 +31,13 @@ static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int c
  * the committed part ends the room. */
 void evs_stream_set_limits(struct evs_stream *s)
 {
-	uint64_t end = s->cons_cache + s->cap;
+	/* relaxed: our own word, atomic only for attach.c's reads */
+	uint64_t end = READ_ONCE(&s->cons_cache) + s->cap;
 
 	if (s->commit_end < s->cap && s->commit_end < end)
 		end = s->commit_end;
 	s->room_end = end;
-	s->events_end = s->released_cache + s->max_events;
+	s->events_end = READ_ONCE(&s->released_cache) + s->max_events;
 }
 
 /* Re-read what the consumer published, clamped to what is possible: a
@@ -44,16 +45,19 @@ void evs_stream_set_limits(struct evs_stream *s)
  * The raw words read go to *c and *r. */
 static __always_inline void stream_refresh_cons(struct evs_stream *s, uint64_t *c, uint64_t *r)
 {
+	/* relaxed: our own words, atomic only for attach.c's reads */
+	uint64_t cc = READ_ONCE(&s->cons_cache), rc = READ_ONCE(&s->released_cache);
+
 	/* pairs with smp_store_release(&cons->cons_pos) in evs_consumer__release():
 	 * the consumer is done reading everything below cons_pos */
 	*c = smp_load_acquire(&s->cons->cons_pos);
 	/* relaxed: a count, clamped below; stale is only more conservative */
 	*r = READ_ONCE(&s->cons->released);
 
-	if (*c - s->cons_cache <= s->prod_pos - s->cons_cache)
-		s->cons_cache = *c;
-	if (*r - s->released_cache <= s->committed - s->released_cache)
-		s->released_cache = *r;
+	if (*c - cc <= s->prod_pos - cc)
+		WRITE_ONCE(&s->cons_cache, *c);
+	if (*r - rc <= s->committed - rc)
+		WRITE_ONCE(&s->released_cache, *r);
 	evs_stream_set_limits(s);
 }
 
@@ -97,8 +101,8 @@ static __attribute__((noinline)) int stream_make_room(struct evs_stream *s, uint
 	 * a shorter record, or the consumer moved and it no longer applies */
 	if (stream_has_room(s, len))
 		return -1;
-	if (s->commit_end == s->cap || s->prod_pos + len - s->cons_cache > s->cap ||
-	    s->committed - s->released_cache >= s->max_events) {
+	if (s->commit_end == s->cap || s->prod_pos + len - READ_ONCE(&s->cons_cache) > s->cap ||
+	    s->committed - READ_ONCE(&s->released_cache) >= s->max_events) {
 		s->full_len = len;
 		s->full_cons = c;
 		s->full_released = r;

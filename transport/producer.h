@@ -32,8 +32,11 @@ struct evs_stream {
 	uint64_t prod_off;        /* prod_pos % cap */
 	uint64_t room_end;        /* records may end up to here (position) */
 	uint64_t events_end;      /* committed may grow up to here */
-	uint64_t cons_cache;      /* last clamped cons_pos read from the consumer */
-	uint64_t released_cache;  /* last clamped released count */
+	/* The consumer's words as last accepted (clamped), written by the
+	 * producer thread only; atomic because attaching the next consumer
+	 * reads them from another thread (attach.c). */
+	_Atomic uint64_t cons_cache;
+	_Atomic uint64_t released_cache;
 	/* The last look that found the ring full: for a record of full_len
 	 * bytes, with the consumer's words as read then (raw). While they
 	 * stay so, a record as long or longer is full too (producer.c,

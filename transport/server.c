@@ -243,6 +243,7 @@ static void serve_client(struct evs_server *srv, int fd)
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	struct evs_stream *s;
 	ssize_t n;
+	int active;
 
 	if (!peer_allowed(srv, fd)) {
 		w.status = -EACCES;
@@ -270,7 +271,13 @@ static void serve_client(struct evs_server *srv, int fd)
 		goto refuse;
 	}
 	w.flags = s->backing.hugetlb ? EVS_SHM_F_HUGETLB : 0;
-	if (evs_stream_activate(s, h.flags & EVS_HELLO_F_MEMBARRIER))
+	active = evs_stream_activate(s, h.flags & EVS_HELLO_F_MEMBARRIER);
+	if (active < 0) {
+		evs_stream_release_claim(s);
+		w.status = active;
+		goto refuse;
+	}
+	if (active)
 		w.flags |= EVS_WELCOME_F_MEMBARRIER;
 	w.core = h.core;
 	w.ring_bytes = s->backing.ring_bytes;

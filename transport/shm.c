@@ -158,6 +158,40 @@ int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint
 	return 0;
 }
 
+/*
+ * A new consumer page for the next consumer, holding *init, mapped in the
+ * producer's view where the old one was (one mmap() replaces the other,
+ * so the producer's pointers stay valid and read the one or the other).
+ * The old file is closed here: a consumer that kept its mapping of it
+ * writes into a page nobody reads any more. (TSan takes the mmap() for a
+ * plain write racing with those loads: scripts/tsan.supp.)
+ */
+int evs_backing_renew_cons(struct evs_backing *b, struct evs_map *m,
+			   const struct evs_shm_cons *init, const char *label, unsigned int core)
+{
+	char name[96];
+	int fd, err;
+
+	snprintf(name, sizeof(name), "evstream:%s:%u", label ? label : "-", core);
+	err = make_memfd(name, 0, EVS_CTL_PAGE, true, F_SEAL_SEAL, &fd);
+	if (err)
+		return err;
+	if (pwrite(fd, init, sizeof(*init), 0) != (ssize_t)sizeof(*init)) {
+		err = errno ? -errno : -EIO;
+		close(fd);
+		return err;
+	}
+	if (mmap(m->cons, EVS_CTL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE,
+		 fd, 0) == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	close(b->cons_fd);
+	b->cons_fd = fd;
+	return 0;
+}
+
 void evs_backing_destroy(struct evs_backing *b)
 {
 	const int fds[] = { b->ctl_fd, b->ctl_ro_fd, b->cons_fd, b->data_fd, b->data_ro_fd };

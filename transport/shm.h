@@ -39,6 +39,10 @@ struct evs_backing {
 int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool hugetlb,
 		       const char *label, unsigned int core);
 void evs_backing_destroy(struct evs_backing *b);
+/* A fresh consumer page (page 1) holding *init, for the next consumer:
+ * replaces b->cons_fd and, at the same address, m->cons (shm.c). */
+int evs_backing_renew_cons(struct evs_backing *b, struct evs_map *m,
+			   const struct evs_shm_cons *init, const char *label, unsigned int core);
 /* Pages for the ring's bytes [from, to), also in the producer's view. */
 int evs_backing_commit(struct evs_backing *b, uint8_t *data, uint64_t from, uint64_t to);
 /* The producer commits the ring this much at a time as it first fills. */

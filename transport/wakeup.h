@@ -12,9 +12,9 @@
 bool evs_efd_kick(int efd);
 /* Read the count, which resets it; true when there was one. */
 bool evs_efd_drain(int efd);
-/* 0 when fd is an eventfd; else -EPROTO with what it is in what[len] (its
- * /proc/self/fd link: "pipe:[123]", a path), or -errno when /proc cannot
- * say. */
+/* 0 when fd is an eventfd, and not a semaphore one; else -EPROTO with
+ * what it is in what[len] (its /proc/self/fd link: "pipe:[123]", a path;
+ * or "a semaphore eventfd"), or -errno when /proc cannot say. */
 int evs_efd_check(int fd, char *what, size_t len);
 
 #endif
