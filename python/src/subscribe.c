@@ -36,7 +36,6 @@ struct sub {
 	bool stop;              /* asked to stop (under mu) */
 	bool finished;          /* the thread has dropped every Python reference */
 	int stop_fd;            /* eventfd: wakes the thread's poll */
-	pthread_t thread;
 	StreamObject *stream;   /* the thread's; touched with the GIL */
 	PyObject *fn;
 	unsigned int core;
@@ -53,6 +52,12 @@ typedef struct {
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sub *reg_head;
 static bool py_exiting;     /* _stop_all() ran: no thread enters Python anew */
+/* The subscription whose thread this is (NULL on every other thread): how
+ * unsubscribe() and join() know they were called from inside fn. Not a
+ * pthread_t kept from pthread_create: the thread is detached, and once it
+ * has ended glibc gives its id to the next thread created, which would
+ * then pass for it. */
+static __thread struct sub *running_sub;
 
 static void sub_put(struct sub *s)
 {
@@ -253,6 +258,7 @@ static void *sub_main(void *arg)
 		return NULL;
 	}
 	pthread_mutex_unlock(&reg_mu);
+	running_sub = s;
 	g = PyGILState_Ensure();
 	ts = PyEval_SaveThread();
 	while (!sub_stopping(s)) {
@@ -292,6 +298,7 @@ static void *sub_main(void *arg)
 	}
 	sub_drop_python(s);
 	PyGILState_Release(g);
+	running_sub = NULL;
 	sub_finish(s);
 	return NULL;
 }
@@ -375,10 +382,11 @@ PyObject *evspy_subscribe(PyObject *self, PyObject *args, PyObject *kw)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	{
 		pthread_attr_t attr;
+		pthread_t thread;
 
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		err = pthread_create(&s->thread, &attr, sub_main, s);
+		err = pthread_create(&thread, &attr, sub_main, s);
 		pthread_attr_destroy(&attr);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -399,7 +407,7 @@ static PyObject *sub_unsubscribe(PyObject *o, PyObject *unused)
 
 	(void)unused;
 	sub_ask_stop(s);
-	if (pthread_equal(pthread_self(), s->thread))
+	if (running_sub == s)
 		Py_RETURN_NONE; /* from inside fn: the thread stops when fn returns */
 	/* Ctrl-C ends the wait, not the stop: the thread was asked */
 	if (sub_wait_finished_py(s, 0) < 0)
@@ -424,7 +432,7 @@ static PyObject *sub_join(PyObject *o, PyObject *args, PyObject *kw)
 			return NULL;
 		deadline = evspy_now() + (t > 0 ? t : 1e-9);
 	}
-	if (pthread_equal(pthread_self(), s->thread)) {
+	if (running_sub == s) {
 		PyErr_SetString(PyExc_RuntimeError, "join() from inside the subscription's callback");
 		return NULL;
 	}

@@ -82,6 +82,29 @@ def test_the_end_of_the_producer_ends_the_subscription(producer, name):
     sub.unsubscribe()  # after the end: nothing to do
 
 
+def test_join_and_unsubscribe_from_threads_started_after_the_end(producer, name):
+    """Once the subscription's thread has ended, threads started later are
+    not "inside the callback" (glibc gives an ended thread's id to the next
+    thread created: the check must not rest on thread ids)."""
+    sub = evstream.subscribe(0, lambda ev: None, producer=name)
+    producer.close()
+    assert sub.join(DEADLINE) and sub.ended_by == "producer gone"
+    results = []
+
+    def other():
+        try:
+            results.append((sub.join(DEADLINE), sub.join(0), sub.unsubscribe()))
+        except Exception as e:  # noqa: BLE001  (what the test reports)
+            results.append(repr(e))
+
+    for _ in range(5):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(DEADLINE)
+        assert not t.is_alive()
+    assert results == [(True, True, None)] * 5
+
+
 def test_garbage_collecting_the_subscription_stops_it(producer, name):
     got = []
     sub = evstream.subscribe(0, got.append, producer=name)
