@@ -235,27 +235,33 @@ static int format_byteorder(const char *fmt, char *err, size_t len)
 	return -1;
 }
 
-/* The evstream dtype of a buffer's struct format, or NULL (err says why). */
+/* The evstream dtype of a buffer's struct format, or NULL (err says why:
+ * also for a known format whose elements have another size, such as a
+ * 3-byte 'B' of a ctypes union). */
 static const char *format_dtype(const char *fmt, Py_ssize_t itemsize, char *err, size_t len)
 {
 	static const char *sints[] = { NULL, "int8", "int16", NULL, "int32", NULL, NULL, NULL, "int64" };
 	static const char *uints[] = { NULL, "uint8", "uint16", NULL, "uint32", NULL, NULL, NULL, "uint64" };
-	const char *f = fmt ? fmt : "B";
+	const char *f = fmt ? fmt : "B", *d = NULL;
 
 	if (*f == '@' || *f == '=' || *f == '<')
 		f++;
 	if (f[0] && !f[1] && itemsize > 0 && itemsize <= 8) {
 		switch (f[0]) {
-		case '?': return itemsize == 1 ? "bool" : NULL;
-		case 'e': return itemsize == 2 ? "float16" : NULL;
-		case 'f': return itemsize == 4 ? "float32" : NULL;
-		case 'd': return itemsize == 8 ? "float64" : NULL;
+		case '?': d = itemsize == 1 ? "bool" : NULL; break;
+		case 'e': d = itemsize == 2 ? "float16" : NULL; break;
+		case 'f': d = itemsize == 4 ? "float32" : NULL; break;
+		case 'd': d = itemsize == 8 ? "float64" : NULL; break;
 		case 'b': case 'h': case 'i': case 'l': case 'q': case 'n':
-			return sints[itemsize];
+			d = sints[itemsize];
+			break;
 		case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N': case 'c':
-			return uints[itemsize];
+			d = uints[itemsize];
+			break;
 		}
 	}
+	if (d)
+		return d;
 	snprintf(err, len,
 		 "format '%s' (%zd-byte elements) has no evstream dtype: pass dtype= (a name such as "
 		 "'bfloat16', or any name for elements of that size)", fmt ? fmt : "B", itemsize);

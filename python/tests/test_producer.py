@@ -204,6 +204,32 @@ def test_non_native_byte_order_is_refused_whatever_dtype_says(producer, name):
     s.close()
 
 
+@pytest.mark.parametrize("itemsize", [3, 5, 6, 7])
+def test_a_known_format_with_elements_of_another_size_is_named(producer, name, itemsize):
+    # a ctypes union exports format 'B' with elements of the union's size:
+    # an unsigned format none of whose dtypes has that size. Refused, both
+    # the format and the size named, whether the buffer is one element or
+    # an array of them; with dtype= it goes
+    class Odd(ctypes.Union):
+        _fields_ = [("b", ctypes.c_char * itemsize)]
+
+    one, two = Odd(), (Odd * 2)()
+    assert (memoryview(one).format, memoryview(one).itemsize) == ("B", itemsize)
+    s = evstream.connect(name, 0)
+    for a in (one, two):
+        with pytest.raises(TypeError) as e:
+            producer.emit_tensor(0, "odd", a)
+        assert type(e.value) is TypeError
+        assert str(e.value) == (
+            "format 'B' (%d-byte elements) has no evstream dtype: pass dtype= (a name such as "
+            "'bfloat16', or any name for elements of that size)" % itemsize)
+    assert s.read(0) is None and producer.stats(0).produced == 0
+    assert producer.emit_tensor(0, "odd", two, dtype="odd%d" % itemsize)
+    with s.read(5) as ev:
+        assert (ev.dtype, ev.elem_size, ev.shape) == ("odd%d" % itemsize, itemsize, (2,))
+    s.close()
+
+
 @pytest.mark.parametrize("call,exc,message", [
     (lambda p, n: evstream.Producer(None, 1, ring_bytes=-1), ValueError,
      r"^ring_bytes -1: allowed is 0 \(the default\) or a byte count from 4096 to half of "
