@@ -93,21 +93,41 @@ static PyObject *mod_strerror(PyObject *self, PyObject *arg)
 
 /* ------------------------------------------------ the debug-stream API */
 
+/* An int argument (anything with __index__) as an int of the reference API:
+ * 0 in range; 1 out of range, *v unset, any size of int (as the fallback
+ * takes it); -1 raised (not an int). */
+static int nrt_int(PyObject *arg, int *v)
+{
+	int overflow;
+	long l = PyLong_AsLongAndOverflow(arg, &overflow);
+
+	if (l == -1 && !overflow && PyErr_Occurred())
+		return -1;
+	if (overflow || l < INT32_MIN || l > INT32_MAX)
+		return 1;
+	*v = (int)l;
+	return 0;
+}
+
 static PyObject *mod_nrt_connect(PyObject *self, PyObject *arg)
 {
-	long core = PyLong_AsLong(arg);
 	NRT_STATUS st;
-	int fd = -1;
+	int core, fd = -1, r = nrt_int(arg, &core);
 
 	(void)self;
-	if (core == -1 && PyErr_Occurred())
+	if (r < 0)
 		return NULL;
-	if (core < INT32_MIN || core > INT32_MAX) {
-		PyErr_Format(PyExc_OverflowError, "core %ld does not fit the reference API's int", core);
+	if (r > 0) {
+		PyObject *i = PyNumber_Index(arg);
+
+		if (i) {
+			PyErr_Format(PyExc_OverflowError, "core %S does not fit the reference API's int", i);
+			Py_DECREF(i);
+		}
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	st = nrt_debug_client_connect((int)core, &fd);
+	st = nrt_debug_client_connect(core, &fd);
 	Py_END_ALLOW_THREADS
 	return Py_BuildValue("(ii)", (int)st, fd);
 }
@@ -116,16 +136,16 @@ static PyObject *mod_nrt_read_one_event(PyObject *self, PyObject *arg)
 {
 	ndebug_stream_event_header_t h;
 	void *payload = NULL;
-	long fd = PyLong_AsLong(arg);
 	NRT_STATUS st;
 	PyObject *res;
+	int fd, r = nrt_int(arg, &fd);
 
 	(void)self;
-	if (fd == -1 && PyErr_Occurred())
+	if (r < 0)
 		return NULL;
-	if (fd < INT32_MIN || fd > INT32_MAX)
+	if (r > 0)
 		return Py_BuildValue("(iOO)", (int)NRT_INVALID_HANDLE, Py_None, Py_None);
-	st = nrt_debug_client_read_one_event((int)fd, &h, &payload);
+	st = nrt_debug_client_read_one_event(fd, &h, &payload);
 	if (st != NRT_SUCCESS)
 		return Py_BuildValue("(iOO)", (int)st, Py_None, Py_None);
 	res = Py_BuildValue("(iy#y#)", (int)st, (const char *)&h, (Py_ssize_t)sizeof(h),
@@ -136,13 +156,13 @@ static PyObject *mod_nrt_read_one_event(PyObject *self, PyObject *arg)
 
 static PyObject *mod_nrt_close(PyObject *self, PyObject *arg)
 {
-	long fd = PyLong_AsLong(arg);
+	int fd, r = nrt_int(arg, &fd);
 
 	(void)self;
-	if (fd == -1 && PyErr_Occurred())
+	if (r < 0)
 		return NULL;
-	if (fd >= INT32_MIN && fd <= INT32_MAX)
-		nrt_debug_client_connect_close((int)fd);
+	if (r == 0)
+		nrt_debug_client_connect_close(fd);
 	Py_RETURN_NONE;
 }
 

@@ -8,7 +8,7 @@ import pytest
 
 import evstream
 import evstream.nrt as nrt
-from conftest import run_python, unique
+from conftest import BUILD, run_python, unique
 
 
 def test_connect_read_close_in_process(producer, monkeypatch):
@@ -56,6 +56,43 @@ def test_closed_and_invalid(producer, monkeypatch):
     with pytest.raises(EOFError):
         nrt.read_one_event(fd)
     nrt.connect_close(fd)
+
+
+# ints past the reference API's int, up to past C long: what the fallback
+# does with any size of int, the extension does too (not a bare
+# OverflowError from the conversion to long)
+BIG = [2**31, -2**31 - 1, 2**63, -2**63 - 1, 2**64, -2**64, 2**100]
+
+
+@pytest.mark.parametrize("n", BIG, ids=[str(n) for n in BIG])
+def test_ints_past_the_reference_apis_int(n):
+    with pytest.raises(nrt.NrtError) as e:
+        nrt.read_one_event(n)                       # not a stream fd
+    assert type(e.value) is nrt.NrtError and e.value.status == nrt.NRT_INVALID_HANDLE
+    assert str(e.value) == ("nrt_debug_client_read_one_event(%d): NRT_INVALID_HANDLE (not a "
+                            "stream fd from connect())" % n)
+    assert nrt.connect_close(n) is None             # nothing to close
+    with pytest.raises(OverflowError) as e:
+        nrt.connect(n)
+    assert type(e.value) is OverflowError
+    assert str(e.value) == "core %d does not fit the reference API's int" % n
+
+
+@pytest.mark.skipif(not (BUILD / "python" / "evstream" / "_native.abi3.so").exists(),
+                    reason="the native extension is not built")
+@pytest.mark.parametrize("n", BIG + [True, 1.0, "3"], ids=[str(n) for n in BIG + [True, 1.0, "3"]])
+def test_both_implementations_take_nrt_arguments_alike(n):
+    from evstream import _fallback, _native
+
+    def outcome(f):
+        try:
+            return f(n)
+        except Exception as e:  # noqa: BLE001  (compared, type and text)
+            return type(e), str(e)
+    for f in ("nrt_connect", "nrt_read_one_event", "nrt_close"):
+        if f == "nrt_connect" and n is True:
+            continue                                # core 1 exists or not: not the point
+        assert outcome(getattr(_native, f)) == outcome(getattr(_fallback, f)), f
 
 
 def test_no_producer_is_uninitialized():
