@@ -102,6 +102,16 @@ def _parse_core(core):
     return core
 
 
+# poll()'s and the library's timeouts are C ints of milliseconds
+_MS_MAX = 2**31 - 1
+
+
+def _ms(seconds):
+    """seconds >= 0 (any size, inf too) as milliseconds, rounded down: at
+    most _MS_MAX (24.8 days), which the loops wait again until their deadline."""
+    return int(seconds * 1000) if seconds < _MS_MAX / 1000 else _MS_MAX
+
+
 def _parse_timeout(timeout, default):
     if timeout is None:
         return default
@@ -459,7 +469,7 @@ class Stream:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return -errno.ETIMEDOUT
-                ms = int(left * 1000) + 1
+                ms = min(_ms(left) + 1, _MS_MAX)
             if poller.poll(ms):
                 return 0
 
@@ -592,10 +602,10 @@ def _open(producer, core, timeout, runtime_dir):
     cname, name, keep = _producer_name(producer)
     core = _parse_core(core)
     deadline = time.monotonic() + timeout
-    ms = int(timeout * 1000)
+    # the handshake's timeout: 0 (below 1 ms) is the library's default
     opts = _lib.ConsumerOpts(sz=ctypes.sizeof(_lib.ConsumerOpts),
                              runtime_dir=_path(runtime_dir),
-                             timeout_ms=ms if ms > 0 else 0)
+                             timeout_ms=_ms(timeout))
     while True:
         c = _lib.consumer_connect(cname, core, ctypes.byref(opts))
         if c:
@@ -940,7 +950,8 @@ class Subscription:
 
     def join(self, timeout=None):
         if timeout is not None:
-            timeout = _real(timeout)
+            # threading's waits take at most TIMEOUT_MAX (inf: OverflowError)
+            timeout = min(_real(timeout), threading.TIMEOUT_MAX)
         s = self._s
         if threading.current_thread() is s.thread:
             raise RuntimeError("join() from inside the subscription's callback")

@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -147,6 +148,14 @@ PyObject *evspy_stats(const struct evs_stream_stats *st);
 	"memory / 128)"
 
 double evspy_now(void);
+
+/* seconds >= 0 (any size, inf too) as milliseconds for poll() or a
+ * timeout_ms, rounded down: at most INT_MAX (24.8 days), which the
+ * callers' loops wait again until their deadline */
+static inline int evspy_ms(double seconds)
+{
+	return seconds < (double)INT_MAX / 1000 ? (int)(seconds * 1000) : INT_MAX;
+}
 int evspy_int_in(PyObject *o, unsigned long long lo, unsigned long long hi, unsigned long long *v);
 
 /* stream.c */

@@ -831,7 +831,9 @@ static int stream_wait(StreamObject *s, double timeout)
 
 			if (left <= 0)
 				return -ETIMEDOUT;
-			ms = (int)(left * 1000) + 1;
+			ms = evspy_ms(left);
+			if (ms < INT_MAX)
+				ms++;
 		}
 		pfd[0] = (struct pollfd){ .fd = evs_consumer__fd(s->c), .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = evs_consumer__hup_fd(s->c), .events = POLLIN };
@@ -1282,8 +1284,8 @@ StreamObject *evspy_stream_open(PyObject *producer, unsigned int core, double ti
 	if (producer_name(producer, &name, &keep, &name_obj))
 		return NULL;
 	for (;;) {
-		int ms = timeout > 0 ? (int)(timeout * 1000) : 0;
-		EVS_OPTS(evs_consumer_opts, o, .runtime_dir = rdir, .timeout_ms = ms > 0 ? ms : 0);
+		/* the handshake's timeout: 0 (below 1 ms) is the library's default */
+		EVS_OPTS(evs_consumer_opts, o, .runtime_dir = rdir, .timeout_ms = evspy_ms(timeout));
 		char msg[1024];
 
 		Py_BEGIN_ALLOW_THREADS

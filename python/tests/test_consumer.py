@@ -148,6 +148,38 @@ def test_a_timeout_of_none_waits_for_read_and_read_batch_alike(producer, name):
             del got, ev
 
 
+LONG_TIMEOUTS = [float("inf"), 3e6, 1e300]     # forever; 35 days (past a C int of ms); huge
+
+
+@pytest.mark.parametrize("t", LONG_TIMEOUTS, ids=["inf", "3e6", "1e300"])
+def test_timeouts_of_any_size_are_waits(producer, name, t):
+    # any real number of seconds >= 0 is a timeout, inf and those past what
+    # poll() or the library take in milliseconds too: the wait is clamped,
+    # never an overflow (the events here come at once or soon)
+    with evstream.connect(name, 0, timeout=t) as s:
+        producer.emit(0, 2, b"ready")
+        with s.read(t) as ev:
+            assert bytes(ev.data) == b"ready"
+        producer.emit(0, 2, b"batch")
+        batch = s.read_batch(3, timeout=t)
+        assert [bytes(ev.data) for ev in batch] == [b"batch"]
+        for ev in batch:
+            ev.release()
+        del batch, ev
+        timer = threading.Timer(0.2, producer.emit, (0, 2, b"late"))
+        timer.start()
+        ev = s.read(t)                  # waits, then wakes at the event
+        timer.join()
+        assert bytes(ev.data) == b"late"
+        ev.release()
+    got = []
+    sub = evstream.subscribe(1, lambda ev: got.append(bytes(ev.data)), producer=name, timeout=t)
+    producer.emit(1, 2, b"sub")
+    wait_for(lambda: got, "the callback")
+    sub.unsubscribe()
+    assert got == [b"sub"] and sub.join(t) is True
+
+
 def test_fileno_with_select(producer, name):
     with evstream.connect(name, 0) as s:
         assert s.read(0) is None  # empty: arms the wakeup
