@@ -192,7 +192,7 @@ class _Core:
 
     __slots__ = ("c", "core", "slots", "pumping", "closed", "cur", "rec", "recp", "info",
                  "infop", "poller", "ep", "fd", "efd", "hup", "seen", "next_seq", "lost",
-                 "ended", "__weakref__")
+                 "ended", "busy", "wake", "__weakref__")
 
     def __init__(self, c, core):
         self.c = c
@@ -207,7 +207,14 @@ class _Core:
         self.infop = ctypes.byref(self.info)
         self.efd = _lib.consumer_fd(c)
         self.hup = _lib.consumer_hup_fd(c)
+        # reads in progress, one item each (append and pop are atomic under
+        # the GIL): the consumer stays until the last has ended
+        self.busy = []
+        # an eventfd waits poll too: close() writes it, so that a read
+        # waiting in another thread wakes
+        self.wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
         self.poller = select.poll()
+        self.poller.register(self.wake, select.POLLIN)
         self.poller.register(self.efd, select.POLLIN)
         self.ep = None
         self.fd = self.efd
@@ -237,7 +244,7 @@ class _Core:
                 _release(self.c)
         finally:
             self.pumping = False
-        if self.closed and not self.slots:
+        if self.closed and not self.slots and not self.busy:
             self.free()
 
     def free(self):
@@ -246,12 +253,15 @@ class _Core:
             _lib.consumer_free(c)
             if self.ep is not None:
                 self.ep.close()
+            os.close(self.wake)
             self.fd = -1
 
     def shut(self):
         if self.closed:
             return
         self.closed = True
+        if self.busy:
+            os.eventfd_write(self.wake, 1)  # a read waiting elsewhere wakes
         for slot in list(self.slots):
             slot.end()
         self.pump()
@@ -453,11 +463,14 @@ class Stream:
             % (core.core, MAX_HELD))
 
     def _wait(self, timeout, extra=None):
-        """Wait until records may be pending: 0, or -ETIMEDOUT, -EPIPE, -errno."""
+        """Wait until records may be pending: 0, or -ETIMEDOUT, -EPIPE,
+        -ECANCELED (closed meanwhile), -errno. Within _next (core.busy)."""
         core = self._core
         deadline = None if timeout < 0 else time.monotonic() + timeout
         poller = extra or core.poller
         while True:
+            if core.closed:
+                return -errno.ECANCELED
             r = _prepare_wait(core.c)
             if r == _EAGAIN:
                 return 0
@@ -474,11 +487,26 @@ class Stream:
                 return 0
 
     def _next(self, timeout):
-        """(1, event) | (0, None) timed out | (2, None) ended | (3, None) full."""
-        core = self._check()
+        """(1, event) | (0, None) timed out | (2, None) ended | (3, None) full.
+
+        close() from another thread meanwhile (while this waits: it wakes)
+        is the closed stream's ValueError; the consumer stays until this
+        has ended (core.busy), and goes then."""
+        core = self._core
+        core.busy.append(None)
+        try:
+            return self._next_busy(core, timeout)
+        finally:
+            core.busy.pop()
+            if core.closed:
+                core.pump()
+
+    def _next_busy(self, core, timeout):
         deadline = time.monotonic() + timeout if timeout > 0 else 0
         c = core.c
         while True:
+            # also after each wait: closed meanwhile
+            self._check()
             slots = core.slots
             if len(slots) >= MAX_HELD:
                 if slots[0].done:
@@ -505,7 +533,7 @@ class Stream:
                     return 0, None
             else:
                 r = self._wait(left)
-                if r in (0, _EPIPE, -errno.ETIMEDOUT):
+                if r in (0, _EPIPE, -errno.ETIMEDOUT, -errno.ECANCELED):
                     continue
             raise _oserror(r, "waiting on core %d" % core.core)
 

@@ -78,6 +78,9 @@ typedef struct {
 	bool ended;                /* -EPIPE: the producer has gone, all read */
 	bool closed;               /* close() was called */
 	bool threaded;             /* a subscription thread reads it: lock */
+	int waiting;               /* reads waiting in poll() without the GIL: the
+				    * consumer stays until the last has woken */
+	int wake_fd;               /* eventfd those reads poll too; close() writes it */
 	pthread_mutex_t lock;      /* consumer calls and slots, when threaded */
 } StreamObject;
 

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 #include "evspy.h"
 
@@ -71,10 +72,11 @@ static void pump_locked(StreamObject *s)
 	}
 }
 
-/* A closed stream lets its consumer go once nothing is held. */
+/* A closed stream lets its consumer go once nothing is held and no read
+ * is waiting on its fds (that read frees it when it wakes). */
 static void stream_maybe_free(StreamObject *s)
 {
-	if (s->closed && s->head == s->tail)
+	if (s->closed && s->head == s->tail && !s->waiting)
 		stream_free_consumer(s);
 }
 
@@ -810,17 +812,25 @@ static int stream_check(StreamObject *s)
 	return 0;
 }
 
-/* Wait until records may be pending. 0; -ETIMEDOUT; -EPIPE; another
- * -errno; or -EINTR with a Python exception set (a signal handler
- * raised). timeout < 0: forever. */
+/* Wait until records may be pending. 0; -ETIMEDOUT; -EPIPE; -ECANCELED
+ * the stream was closed meanwhile (by another thread, or a signal
+ * handler); another -errno; or -EINTR with a Python exception set (a
+ * signal handler raised). timeout < 0: forever.
+ *
+ * close() from another thread while this waits: it writes wake_fd, which
+ * the poll watches too, and leaves the consumer to this read (waiting),
+ * which lets it go when it wakes. */
 static int stream_wait(StreamObject *s, double timeout)
 {
 	double deadline = timeout >= 0 ? evspy_now() + timeout : 0;
 
 	for (;;) {
-		struct pollfd pfd[2];
-		int r = evspy_stream_prepare_wait(s), n, ms;
+		struct pollfd pfd[3];
+		int r, n, ms, err;
 
+		if (s->closed)
+			return -ECANCELED;
+		r = evspy_stream_prepare_wait(s);
 		if (r == -EAGAIN)
 			return 0;
 		if (r)
@@ -835,18 +845,26 @@ static int stream_wait(StreamObject *s, double timeout)
 			if (ms < INT_MAX)
 				ms++;
 		}
-		pfd[0] = (struct pollfd){ .fd = evs_consumer__fd(s->c), .events = POLLIN };
-		pfd[1] = (struct pollfd){ .fd = evs_consumer__hup_fd(s->c), .events = POLLIN };
+		pfd[0] = (struct pollfd){ .fd = s->wake_fd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = evs_consumer__fd(s->c), .events = POLLIN };
+		pfd[2] = (struct pollfd){ .fd = evs_consumer__hup_fd(s->c), .events = POLLIN };
+		s->waiting++;
 		Py_BEGIN_ALLOW_THREADS
-		n = poll(pfd, pfd[1].fd >= 0 ? 2 : 1, ms);
+		n = poll(pfd, pfd[2].fd >= 0 ? 3 : 2, ms);
+		err = errno;
 		Py_END_ALLOW_THREADS
-		if (n < 0 && errno == EINTR) {
+		s->waiting--;
+		if (s->closed) {
+			stream_maybe_free(s);
+			return -ECANCELED;
+		}
+		if (n < 0 && err == EINTR) {
 			if (PyErr_CheckSignals() < 0)
 				return -EINTR;
 			continue;
 		}
 		if (n < 0)
-			return -errno;
+			return -err;
 		if (n > 0)
 			return 0;
 	}
@@ -877,13 +895,15 @@ static int stream_next(StreamObject *s, double timeout, PyObject **out)
 	char buf[64];
 	int r;
 
-	if (stream_check(s))
-		return NEXT_ERR;
 	for (;;) {
 		struct evs_record rec;
 		uint64_t ticket;
 		double left;
 
+		/* also after each wait: closed meanwhile (another thread, a
+		 * signal handler) is the closed stream's ValueError */
+		if (stream_check(s))
+			return NEXT_ERR;
 		r = evspy_stream_take(s, &rec, &ticket);
 
 		if (r == 0) {
@@ -911,7 +931,7 @@ static int stream_next(StreamObject *s, double timeout, PyObject **out)
 		} else {
 			/* -ETIMEDOUT: one more look, then arm and return */
 			r = stream_wait(s, left);
-			if (r == 0 || r == -EPIPE || r == -ETIMEDOUT)
+			if (r == 0 || r == -EPIPE || r == -ETIMEDOUT || r == -ECANCELED)
 				continue;
 			if (r == -EINTR && PyErr_Occurred())
 				return NEXT_ERR;
@@ -1066,6 +1086,9 @@ void evspy_stream_shut(StreamObject *s)
 	if (s->closed)
 		return;
 	s->closed = true;
+	/* a read waiting in another thread wakes (and frees the consumer) */
+	if (s->waiting)
+		eventfd_write(s->wake_fd, 1);
 	if (!s->c)
 		return;
 	evs = PyMem_Malloc((size_t)(s->tail - s->head + 1) * sizeof(*evs));
@@ -1185,6 +1208,8 @@ static void stream_dealloc(PyObject *self)
 
 	/* every event holds a reference: none is alive, nothing is held */
 	stream_free_consumer(s);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
 	free(s->slots);
 	Py_XDECREF(s->producer);
 	Py_XDECREF(s->name);
@@ -1333,9 +1358,16 @@ StreamObject *evspy_stream_open(PyObject *producer, unsigned int core, double ti
 	pthread_mutex_init(&s->lock, NULL);
 	s->epfd = -1;
 	s->fd = evs_consumer__fd(c);
+	s->waiting = 0;
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!s->slots) {
 		Py_DECREF(s);
 		return (StreamObject *)PyErr_NoMemory();
+	}
+	if (s->wake_fd < 0) {
+		PyErr_SetFromErrno(PyExc_OSError);
+		Py_DECREF(s);
+		return NULL;
 	}
 	if (evs_consumer__hup_fd(c) >= 0) {
 		/* one fd for select/asyncio: the eventfd or the producer's hang-up */

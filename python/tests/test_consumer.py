@@ -6,13 +6,14 @@ import itertools
 import select
 import selectors
 import signal
+import textwrap
 import threading
 
 import numpy as np
 import pytest
 
 import evstream
-from conftest import procs, tool, unique, wait_for  # noqa: F401
+from conftest import procs, run_python, tool, unique, wait_for  # noqa: F401
 
 
 def test_connect_by_name_by_object_and_to_this_process(producer, name):
@@ -249,6 +250,52 @@ def test_closed_stream_refuses_io(producer, name):
             f()
     with evstream.connect(name, 0):  # the core is free again
         pass
+
+
+CLOSE_WHILE_WAITING = textwrap.dedent("""
+    import os, sys, threading, time, evstream
+    p = evstream.Producer({name!r}, 1, ring_bytes=1 << 20)
+    s = evstream.connect({name!r}, 0)
+    def watchdog():                 # a read close() does not wake hangs: say so
+        time.sleep(10)
+        print("the read was not woken", flush=True)
+        os._exit(3)
+    threading.Thread(target=watchdog, daemon=True).start()
+    if {held!r}:                    # a view of an earlier event stays alive
+        p.emit(0, 5, b"viewed")
+        ev = s.read(5)
+        view = ev.array()
+        ev.release()
+        del ev
+    threading.Timer(0.2, s.close).start()
+    try:
+        r = {call}
+        print("returned", r, flush=True)
+    except ValueError as e:
+        print("ValueError:", e, flush=True)
+    assert s.closed
+    if {held!r}:
+        assert view.tobytes() == b"viewed"  # still held, still readable
+        del view
+    # the consumer has gone (once nothing is held): the core takes another
+    with evstream.connect({name!r}, 0) as s2:
+        p.emit(0, 5, b"next")
+        print(bytes(s2.read(5).data), flush=True)
+""")
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["nothing-held", "a-view-held"])
+@pytest.mark.parametrize("call", ["s.read(None)", "s.read(5)", "s.read_batch(1, None)",
+                                  "next(iter(s))"])
+def test_close_from_another_thread_wakes_a_waiting_read(call, held):
+    """close() while a read waits in another thread: the read wakes and
+    raises the closed stream's ValueError (no crash, no hang, no OSError),
+    and the consumer goes once the read has let go of it."""
+    r = run_python(CLOSE_WHILE_WAITING.format(name=unique("close"), call=call, held=held),
+                   timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["ValueError: I/O operation on a closed evstream stream",
+                                     "b'next'"], r.stdout + r.stderr
 
 
 def test_connect_errors_name_the_value(producer, name):
