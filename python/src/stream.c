@@ -1306,8 +1306,9 @@ StreamObject *evspy_stream_open(PyObject *producer, unsigned int core, double ti
 
 	if (evspy_runtime_dir(runtime_dir, &rdir))
 		return NULL;
+	/* it sets keep and name_obj also when it fails */
 	if (producer_name(producer, &name, &keep, &name_obj))
-		return NULL;
+		goto fail;
 	for (;;) {
 		/* the handshake's timeout: 0 (below 1 ms) is the library's default */
 		EVS_OPTS(evs_consumer_opts, o, .runtime_dir = rdir, .timeout_ms = evspy_ms(timeout));
