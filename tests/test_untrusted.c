@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -354,6 +355,39 @@ START_TEST(test_next_consumer_is_not_handed_a_record_forged_in_a_payload)
 	ck_assert_int_eq(evs_producer__emit(fx.p, 0, 1, payload, sizeof(payload)), 0);
 	ck_assert_uint_eq(READ_ONCE(&fx.s->prod->prod_pos), 128 + evs_record_len(72));
 	assert_next_consumer_starts_fresh(128);
+}
+END_TEST
+
+/* No descriptor left for the new consumer page: the connect fails with
+ * the reason, and leaves the stream free for the next try. */
+START_TEST(test_connect_without_a_descriptor_for_its_page_fails_cleanly)
+{
+	struct rlimit old, lim;
+	int fillers[64], nfill = 0, fd;
+
+	evs_consumer__free(fx.c);
+	fx.c = NULL;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	/* every descriptor below the limit taken but one: the consumer's
+	 * copy of the eventfd gets it, the page's memfd finds none */
+	fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	lim = old;
+	lim.rlim_cur = (rlim_t)fd + 64;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	while ((fd = fcntl(0, F_DUPFD_CLOEXEC, 0)) >= 0)
+		fillers[nfill++] = fd;
+	ck_assert_int_eq(errno, EMFILE);
+	close(fillers[--nfill]);
+	ck_assert_ptr_null(evs_consumer__connect(NULL, 0, NULL));
+	ck_assert_int_eq(errno, EMFILE);
+	ck_assert_msg(strstr(evs_errmsg(), "consumer page for core 0"), "message: %s", evs_errmsg());
+	while (nfill)
+		close(fillers[--nfill]);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	fx.c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(fx.c, "after the descriptors came back: %s", evs_errmsg());
 }
 END_TEST
 
@@ -965,6 +999,7 @@ int main(void)
 	tcase_add_test(tc, test_next_consumer_starts_fresh_after_a_position_ahead);
 	tcase_add_test(tc, test_next_consumer_is_not_handed_a_record_forged_in_a_payload);
 	tcase_add_test(tc, test_a_consumer_gone_cannot_release_for_the_next_one);
+	tcase_add_test(tc, test_connect_without_a_descriptor_for_its_page_fails_cleanly);
 	tcase_add_test(tc, test_consumer_wait_ignores_o_nonblock_cleared_by_another_holder);
 	suite_add_tcase(s, tc);
 
