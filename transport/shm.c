@@ -170,7 +170,7 @@ int evs_backing_renew_cons(struct evs_backing *b, struct evs_map *m,
 			   const struct evs_shm_cons *init, const char *label, unsigned int core)
 {
 	char name[96];
-	int fd, err;
+	int fd = -1, err;
 
 	snprintf(name, sizeof(name), "evstream:%s:%u", label ? label : "-", core);
 	err = make_memfd(name, 0, EVS_CTL_PAGE, true, F_SEAL_SEAL, &fd);

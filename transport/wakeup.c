@@ -139,7 +139,7 @@ int evs_efd_check(int fd, char *what, size_t len)
 		return -err;
 	}
 	what[n] = '\0';
-	if (strcmp(what, "anon_inode:[eventfd]"))
+	if (strcmp(what, "anon_inode:[eventfd]") != 0)
 		return -EPROTO;
 	if (efd_is_semaphore(fd)) {
 		/* one read takes 1 from its count: it would stay readable */
