@@ -358,6 +358,34 @@ START_TEST(test_next_consumer_is_not_handed_a_record_forged_in_a_payload)
 }
 END_TEST
 
+/* A consumer killed between its two stores of a release leaves its
+ * released count one ahead of its position: the next consumer still
+ * inherits every record from that position (the one in between again, as
+ * a record it held), and the event limit counts right after it. */
+START_TEST(test_next_consumer_inherits_after_a_release_torn_by_a_kill)
+{
+	struct evs_record r;
+
+	teardown();
+	open_pair(4);
+	emit_n(3, 8);
+	evs_consumer__free(fx.c);
+	fx.c = NULL;
+	WRITE_ONCE(&fx.s->cons->released, 1); /* cons_pos still 0 */
+	fx.c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(fx.c, "%s", evs_errmsg());
+	for (uint64_t i = 0; i < 3; i++) {
+		ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
+		ck_assert_uint_eq(r.hdr.seq, i);
+		ck_assert_int_eq(evs_consumer__release(fx.c), 0);
+	}
+	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), -EAGAIN);
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(evs_producer__emit(fx.p, 0, 1, "x", 1) == 0, "emit %d of 4", i);
+	ck_assert_int_eq(evs_producer__emit(fx.p, 0, 1, "x", 1), -ENOBUFS);
+}
+END_TEST
+
 /* No descriptor left for the new consumer page: the connect fails with
  * the reason, and leaves the stream free for the next try. */
 START_TEST(test_connect_without_a_descriptor_for_its_page_fails_cleanly)
@@ -1000,6 +1028,7 @@ int main(void)
 	tcase_add_test(tc, test_next_consumer_is_not_handed_a_record_forged_in_a_payload);
 	tcase_add_test(tc, test_a_consumer_gone_cannot_release_for_the_next_one);
 	tcase_add_test(tc, test_connect_without_a_descriptor_for_its_page_fails_cleanly);
+	tcase_add_test(tc, test_next_consumer_inherits_after_a_release_torn_by_a_kill);
 	tcase_add_test(tc, test_consumer_wait_ignores_o_nonblock_cleared_by_another_holder);
 	suite_add_tcase(s, tc);
 

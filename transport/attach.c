@@ -36,8 +36,8 @@ int evs_stream_claim(struct evs_stream *s)
 	return 0;
 }
 
-/* Tries of the handover's consistent reading before it gives up on the
- * previous consumer's position (a publication keeps landing meanwhile). */
+/* Tries of the handover's reading of prod_pos and committed together,
+ * before it takes what it read last (a publication keeps landing). */
 #define HANDOVER_TRIES 64
 
 /*
@@ -67,11 +67,13 @@ static int64_t records_between(const struct evs_stream *s, uint64_t from, uint64
  * Where the next consumer starts. It inherits the records its predecessor
  * left unreleased, from the position that one left in its page, when the
  * records from the position the producer last accepted lead to it and on
- * to prod_pos, and the released count adds up with what is left to what
- * was committed: an honest consumer's words always do. Anything else was
- * written by a consumer that wrote nonsense, or a record start chosen
- * inside a payload: the next consumer starts at the newest record, and
- * the skipped records are said on stderr.
+ * to prod_pos: an honest consumer's position always does. Its released
+ * count is what was committed less the records still there, not the one
+ * left in the page (a consumer killed between its two stores leaves the
+ * count one ahead of the position; the record is delivered again, as one
+ * it held). Any other position was written by a consumer that wrote
+ * nonsense, or chosen inside a payload: the next consumer starts at the
+ * newest record, and the skipped records are said on stderr.
  */
 static void stream_handover(struct evs_stream *s, struct evs_shm_cons *init)
 {
@@ -81,29 +83,30 @@ static void stream_handover(struct evs_stream *s, struct evs_shm_cons *init)
 	 * a consumer is active, or in an emit that began before it left */
 	uint64_t cc = READ_ONCE(&s->cons_cache), rc = READ_ONCE(&s->released_cache);
 	uint64_t p = 0, k = 0;
-	int64_t n;
+	int64_t n = -1;
 
 	for (int i = 0; i < HANDOVER_TRIES; i++) {
 		/* pairs with smp_store_release(&prod->prod_pos) in stream_publish():
-		 * the records below p are complete, and committed counts them */
+		 * the records below p are complete, and committed counts them
+		 * (it is stored first; one in flight may be counted already) */
 		p = smp_load_acquire(&s->prod->prod_pos);
 		n = c - cc > p - cc || records_between(s, cc, c) < 0 ? -1 : records_between(s, c, p);
-		/* relaxed: after the acquire above; a publication in between
-		 * shows as prod_pos moving, checked next */
+		/* relaxed: after the acquire above */
 		k = READ_ONCE(&s->prod->committed);
-		if (smp_load_acquire(&s->prod->prod_pos) != p)
-			continue; /* pairs as above: a publication landed, look again */
-		if (n >= 0 && r - rc <= k - rc && k - r == (uint64_t)n) {
-			init->cons_pos = c;
-			init->released = r;
-			return;
-		}
+		/* pairs as above: a publication landed meanwhile, look again */
+		if (smp_load_acquire(&s->prod->prod_pos) == p)
+			break;
+	}
+	if (n >= 0 && (uint64_t)n <= k) {
+		init->cons_pos = c;
+		init->released = k - (uint64_t)n;
+		return;
 	}
 	init->cons_pos = p;
 	init->released = k;
-	fprintf(stderr, "evstream: core %u: the last consumer left a position or count that does "
-		"not match the ring; the next one starts at the newest record, skipping %llu it had "
-		"not released\n", s->core, (unsigned long long)(k - (r - rc <= k - rc ? r : rc)));
+	fprintf(stderr, "evstream: core %u: the last consumer left a position that does not match "
+		"the ring; the next one starts at the newest record, skipping %llu it had not "
+		"released\n", s->core, (unsigned long long)(k - (r - rc <= k - rc ? r : rc)));
 }
 
 /* Called with the stream claimed, before the consumer can see any data:
