@@ -345,6 +345,23 @@ START_TEST(test_next_consumer_starts_fresh_after_a_position_ahead)
 }
 END_TEST
 
+/* A position put back behind the one the producer accepted: the records
+ * there were read, and the producer may write over them. */
+START_TEST(test_next_consumer_starts_fresh_after_a_position_put_back)
+{
+	uint64_t len = evs_record_len(100), n = RING / len;
+	char buf[100] = { 0 };
+
+	emit_n((int)n, 100);
+	ck_assert_int_eq(evs_consumer__consume(fx.c, release_all, NULL, 0), (int)n);
+	/* the ring looked full: this emit reads, and accepts, the position */
+	ck_assert_int_eq(evs_producer__emit(fx.p, 0, 1, buf, sizeof(buf)), 0);
+	ck_assert_uint_eq(fx.s->cons_cache, n * len);
+	ck_assert_int_eq(evs_consumer__consume(fx.c, release_all, NULL, 0), 1);
+	assert_next_consumer_starts_fresh(0);
+}
+END_TEST
+
 START_TEST(test_next_consumer_is_not_handed_a_record_forged_in_a_payload)
 {
 	uint8_t payload[200] = { 0 };
@@ -1025,6 +1042,7 @@ int main(void)
 	tcase_add_test(tc, test_connect_rejects_bad_magic);
 	tcase_add_test(tc, test_next_consumer_starts_fresh_after_an_unaligned_position);
 	tcase_add_test(tc, test_next_consumer_starts_fresh_after_a_position_ahead);
+	tcase_add_test(tc, test_next_consumer_starts_fresh_after_a_position_put_back);
 	tcase_add_test(tc, test_next_consumer_is_not_handed_a_record_forged_in_a_payload);
 	tcase_add_test(tc, test_a_consumer_gone_cannot_release_for_the_next_one);
 	tcase_add_test(tc, test_connect_without_a_descriptor_for_its_page_fails_cleanly);
