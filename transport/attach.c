@@ -181,7 +181,8 @@ static bool sealed_with(int fd, int want)
 }
 
 /* Map the stream and check the producer's identity page against what the
- * handshake said; the consumer starts where the last consumer stopped. */
+ * handshake said; the consumer starts where its page says (the position
+ * evs_stream_activate() handed over). */
 int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int cons_fd, int data_fd,
 		     uint64_t ring_bytes, uint64_t page_size, unsigned int core, bool membarrier)
 {
