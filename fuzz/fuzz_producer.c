@@ -47,9 +47,11 @@ static void reset_stream(struct evs_stream *s, uint64_t base)
 {
 	for (int i = 0; i < EVS_DROP_CAUSE_COUNT; i++)
 		s->dropped_events[i] = s->dropped_bytes[i] = 0;
-	s->prod_pos = s->cons_cache = base;
+	s->prod_pos = base;
+	WRITE_ONCE(&s->cons_cache, base);
 	s->prod_off = base % s->cap;
-	s->committed = s->produced = s->released_cache = 0;
+	s->committed = s->produced = 0;
+	WRITE_ONCE(&s->released_cache, 0);
 	s->resv_len = 0;
 	/* the drop run and batch restart with the counters (drop.c) */
 	s->burst_events = s->batch_events0 = s->batch_bytes0 = 0;
