@@ -171,13 +171,15 @@ int evs_backing_renew_cons(struct evs_backing *b, struct evs_map *m,
 {
 	char name[96];
 	int fd = -1, err;
+	ssize_t n;
 
 	snprintf(name, sizeof(name), "evstream:%s:%u", label ? label : "-", core);
 	err = make_memfd(name, 0, EVS_CTL_PAGE, true, F_SEAL_SEAL, &fd);
 	if (err)
 		return err;
-	if (pwrite(fd, init, sizeof(*init), 0) != (ssize_t)sizeof(*init)) {
-		err = errno ? -errno : -EIO;
+	n = pwrite(fd, init, sizeof(*init), 0);
+	if (n != (ssize_t)sizeof(*init)) {
+		err = n < 0 ? -errno : -EIO;
 		close(fd);
 		return err;
 	}
