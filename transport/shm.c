@@ -93,6 +93,12 @@ static int reopen_ro(int fd)
 	return ro;
 }
 
+/* The name a stream's memfds carry (/proc/PID/maps, fd links). */
+static void memfd_name(char *name, size_t len, const char *label, unsigned int core)
+{
+	snprintf(name, len, "evstream:%s:%u", label ? label : "-", core);
+}
+
 int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool hugetlb,
 		       const char *label, unsigned int core)
 {
@@ -101,7 +107,7 @@ int evs_backing_create(struct evs_backing *b, const struct evs_config *cfg, bool
 
 	memset(b, 0, sizeof(*b));
 	b->ctl_fd = b->ctl_ro_fd = b->cons_fd = b->data_fd = b->data_ro_fd = -1;
-	snprintf(name, sizeof(name), "evstream:%s:%u", label ? label : "-", core);
+	memfd_name(name, sizeof(name), label, core);
 
 	/* the two control pages are allocated now: nothing to punch later */
 	err = make_memfd(name, 0, EVS_CTL_PAGE, true, F_SEAL_SEAL, &b->ctl_fd);
@@ -173,7 +179,7 @@ int evs_backing_renew_cons(struct evs_backing *b, struct evs_map *m,
 	int fd = -1, err;
 	ssize_t n;
 
-	snprintf(name, sizeof(name), "evstream:%s:%u", label ? label : "-", core);
+	memfd_name(name, sizeof(name), label, core);
 	err = make_memfd(name, 0, EVS_CTL_PAGE, true, F_SEAL_SEAL, &fd);
 	if (err)
 		return err;

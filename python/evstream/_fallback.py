@@ -464,7 +464,9 @@ class Stream:
 
     def _wait(self, timeout, extra=None):
         """Wait until records may be pending: 0, or -ETIMEDOUT, -EPIPE,
-        -ECANCELED (closed meanwhile), -errno. Within _next (core.busy)."""
+        -ECANCELED (closed meanwhile), -errno. Called within _next
+        (core.busy), or by a subscription's thread, the only one that
+        closes its stream."""
         core = self._core
         deadline = None if timeout < 0 else time.monotonic() + timeout
         poller = extra or core.poller

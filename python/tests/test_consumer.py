@@ -6,6 +6,7 @@ import itertools
 import select
 import selectors
 import signal
+import sys
 import textwrap
 import threading
 
@@ -318,11 +319,12 @@ def test_connect_errors_name_the_value(producer, name):
         s.read(-2)
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12),
+                    reason="None is immortal from Python 3.12: its count shows no leak")
 def test_a_refused_producer_argument_keeps_no_reference():
     # connect() and subscribe() refusing their producer= let go of what
     # they took meanwhile (None, the name). Python 3.11's None counts its
     # references: 2000 refusals leaking one each would show
-    import sys
     calls = (lambda: evstream.connect(3, 0), lambda: evstream.subscribe(0, print, producer=3))
     for call in calls:
         before = sys.getrefcount(None)
