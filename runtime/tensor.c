@@ -8,10 +8,13 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "evstream/tensor.h"
 #include "nrt/ndebug_stream.h"
+#include "errors.h"
+#include "producer.h"
 #include "ringcopy.h"
 
 typedef ndebug_stream_payload_debug_tensor_read_t payload_t;
@@ -115,32 +118,83 @@ static bool is_print(const struct evs_tensor *t)
 	return !t->dtype || !t->dtype[0];
 }
 
+/* The dtypes evstream knows, for messages: "float64, float32, ..., bool". */
+static const char *dtype_names(void)
+{
+	static char names[160];
+
+	if (!names[0])
+		for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 i ? ", " : "", dtypes[i].name);
+	return names;
+}
+
+/* Why a tensor was refused, for evs_errmsg(): the field, its value and
+ * what is allowed. Cold: only a caller's mistake leads here. */
+static __attribute__((cold, noinline)) int tensor_refuse(const struct evs_tensor *t, int err,
+							  uint64_t bytes)
+{
+	uint32_t known;
+
+	if (t->pipe != 1 && t->pipe != 2)
+		return evs_fail(EINVAL, "pipe=%u is not allowed: use 1 (stdout) or 2 (stderr)", t->pipe);
+	if (is_print(t))
+		return evs_fail(EINVAL, "a device print (no dtype) carries its prefix alone: ndim=%u, "
+				"elem_size=%u and data=%s must be 0 and NULL", t->ndim, t->elem_size,
+				t->data ? "non-NULL" : "NULL");
+	if (strnlen(t->dtype, EVS_TENSOR_DTYPE_MAX) >= EVS_TENSOR_DTYPE_MAX)
+		return evs_fail(EINVAL, "dtype '%.*s...' is too long: allowed is up to %d characters",
+				EVS_TENSOR_DTYPE_MAX - 1, t->dtype, EVS_TENSOR_DTYPE_MAX - 1);
+	if (t->ndim > EVS_TENSOR_MAX_DIMS)
+		return evs_fail(EINVAL, "ndim=%u is out of range: allowed is 0 to %d", t->ndim,
+				EVS_TENSOR_MAX_DIMS);
+	if (t->ndim && !t->shape)
+		return evs_fail(EINVAL, "shape is NULL with ndim=%u: give ndim sizes", t->ndim);
+	known = evs_dtype_size(t->dtype);
+	if (known && t->elem_size && t->elem_size != known)
+		return evs_fail(EINVAL, "elem_size=%u does not match dtype '%s' (%u bytes): give 0 or %u",
+				t->elem_size, t->dtype, known, known);
+	if (!known && !t->elem_size)
+		return evs_fail(EINVAL, "dtype '%s' is not one evstream knows (%s): give its elem_size",
+				t->dtype, dtype_names());
+	if (err == -ERANGE) {
+		char shape[EVS_TENSOR_MAX_DIMS * 22 + 3] = "[";
+
+		for (uint32_t i = 0; i < t->ndim; i++)
+			snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "%s%llu",
+				 i ? ", " : "", (unsigned long long)t->shape[i]);
+		strcat(shape, "]");
+		return evs_fail(ERANGE, "shape %s of %s makes more than 2^62 bytes", shape, t->dtype);
+	}
+	return evs_fail(EINVAL, "data is NULL for a tensor of %llu bytes", (unsigned long long)bytes);
+}
+
 static int tensor_check(const struct evs_tensor *t, uint32_t *esz, uint64_t *bytes)
 {
 	uint64_t numel;
 	int err;
 
+	*esz = 0;
+	*bytes = 0;
 	if (t->pipe != 1 && t->pipe != 2)
-		return -EINVAL;
-	if (is_print(t)) {
-		/* the text alone: nothing else may be given, so none is lost */
-		*esz = 0;
-		*bytes = 0;
-		return t->ndim || t->elem_size || t->data ? -EINVAL : 0;
-	}
+		return tensor_refuse(t, -EINVAL, 0);
+	/* a print: the text alone; nothing else may be given, so none is lost */
+	if (is_print(t))
+		return t->ndim || t->elem_size || t->data ? tensor_refuse(t, -EINVAL, 0) : 0;
 	if (strnlen(t->dtype, EVS_TENSOR_DTYPE_MAX) >= EVS_TENSOR_DTYPE_MAX ||
 	    t->ndim > EVS_TENSOR_MAX_DIMS || (t->ndim && !t->shape))
-		return -EINVAL;
+		return tensor_refuse(t, -EINVAL, 0);
 	*esz = element_size(t->dtype, t->elem_size);
 	if (!*esz)
-		return -EINVAL;
+		return tensor_refuse(t, -EINVAL, 0);
 	err = tensor_size(t->shape, t->ndim, *esz, &numel, bytes);
+	if (!err && *bytes > (1ULL << 62))
+		err = -ERANGE;
 	if (err)
-		return err;
-	if (*bytes > (1ULL << 62))
-		return -ERANGE;
+		return tensor_refuse(t, err, 0);
 	if (*bytes && !t->data)
-		return -EINVAL;
+		return tensor_refuse(t, -EINVAL, *bytes);
 	return 0;
 }
 
@@ -154,7 +208,7 @@ EVS_API int evs_producer__emit_tensor(struct evs_producer *p, unsigned int core,
 	int err;
 
 	if (!p || !t || core >= evs_producer__ncores(p))
-		return -EINVAL;
+		return !t ? evs_fail(EINVAL, "the tensor is NULL") : evs_producer_refuse_core(p, core);
 	err = tensor_check(t, &esz, &bytes);
 	if (err)
 		return err;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Bad arguments to every public function, table-driven: each row is one
- * call with one bad argument and the status it must give (constructors:
- * NULL and errno, reported here as -errno). Every row runs as its own test
+ * call with one bad argument, the status it must give (constructors: NULL
+ * and errno, reported here as -errno) and what evs_errmsg() must then say. Every row runs as its own test
  * against a fresh fixture: a producer with one small stream, an in-process
  * consumer on it, and a named producer for the socket path.
  */
@@ -339,105 +339,115 @@ static int nrt_read_null_payload(void)
 }
 static int nrt_close_unknown_fd(void) { nrt_debug_client_connect_close(-12345); return 0; }
 
+/*
+ * msg: what evs_errmsg() must say after the call (a part of it, naming
+ * the bad value); "": a drop, which leaves the message as it was (drops
+ * are counted, not explained); NULL: no message to check (calls that
+ * cannot fail, and the debug-stream API, which has its status codes).
+ */
 struct row {
 	const char *what;
 	int (*call)(void);
 	int expect;
+	const char *msg;
 };
 
-#define ROW(fn, want) { #fn, fn, want }
+#define ROW(fn, want, msg) { #fn, fn, want, msg }
+
+/* A message no row's call gives, left by an earlier failure. */
+#define STALE_NAME "stale name"
 static const struct row rows[] = {
-	ROW(new_zero_cores, -EINVAL),
-	ROW(new_too_many_cores, -EINVAL),
-	ROW(new_uint_max_cores, -EINVAL),
-	ROW(new_empty_name, -EINVAL),
-	ROW(new_dot_name, -EINVAL),
-	ROW(new_slash_name, -EINVAL),
-	ROW(new_space_name, -EINVAL),
-	ROW(new_long_name, -EINVAL),
-	ROW(new_opts_unknown_tail, -EINVAL),
-	ROW(new_ring_too_big, -EINVAL),
-	ROW(new_ring_too_small, -EINVAL),
-	ROW(new_max_events_huge, -EINVAL),
-	ROW(new_bad_hugepages, -EINVAL),
-	ROW(new_negative_hugepages, -EINVAL),
-	ROW(new_runtime_dir_too_long, -ENAMETOOLONG),
-	ROW(new_same_name_twice, -EEXIST),
-	ROW(free_null_producer, 0),
-	ROW(ncores_null, 0),
-	ROW(emit_null_producer, -EINVAL),
-	ROW(emit_core_out_of_range, -EINVAL),
-	ROW(emit_core_uint_max, -EINVAL),
-	ROW(emit_null_data, -EINVAL),
-	ROW(emit_size_max, -EMSGSIZE),
-	ROW(emit_during_reservation, -EBUSY),
-	ROW(reserve_null_producer, -EINVAL),
-	ROW(reserve_core_out_of_range, -EINVAL),
-	ROW(reserve_size_max, -EMSGSIZE),
-	ROW(reserve_twice, -EBUSY),
-	ROW(commit_null_producer, -EINVAL),
-	ROW(commit_core_out_of_range, -EINVAL),
-	ROW(commit_without_reserve, -EINVAL),
-	ROW(commit_deferred_null_producer, -EINVAL),
-	ROW(commit_deferred_core_out_of_range, -EINVAL),
-	ROW(commit_deferred_without_reserve, -EINVAL),
-	ROW(publish_null_producer, -EINVAL),
-	ROW(publish_core_out_of_range, -EINVAL),
-	ROW(discard_null_producer, -EINVAL),
-	ROW(discard_without_reserve, -EINVAL),
-	ROW(commit_after_discard, -EINVAL),
-	ROW(flush_null_producer, -EINVAL),
-	ROW(flush_core_out_of_range, -EINVAL),
-	ROW(pstats_null_producer, -EINVAL),
-	ROW(pstats_null_stats, -EINVAL),
-	ROW(pstats_zero_sz, -EINVAL),
-	ROW(pstats_core_out_of_range, -EINVAL),
-	ROW(tensor_null_producer, -EINVAL),
-	ROW(tensor_null_tensor, -EINVAL),
-	ROW(tensor_core_out_of_range, -EINVAL),
-	ROW(tensor_null_dtype, -EINVAL),
-	ROW(tensor_unknown_dtype, -EINVAL),
-	ROW(tensor_long_dtype, -EINVAL),
-	ROW(tensor_ndim_9, -EINVAL),
-	ROW(tensor_null_shape, -EINVAL),
-	ROW(tensor_bad_pipe, -EINVAL),
-	ROW(tensor_null_data, -EINVAL),
-	ROW(tensor_shape_overflow, -ERANGE),
-	ROW(connect_bad_name, -EINVAL),
-	ROW(connect_empty_name, -EINVAL),
-	ROW(connect_core_out_of_range, -EINVAL),
-	ROW(connect_core_uint_max, -EINVAL),
-	ROW(connect_second_consumer, -EBUSY),
-	ROW(connect_no_such_producer, -ENOENT),
-	ROW(connect_opts_unknown_tail, -EINVAL),
-	ROW(free_null_consumer, 0),
-	ROW(fd_null, -EINVAL),
-	ROW(hup_fd_null, -EINVAL),
-	ROW(peek_null_consumer, -EINVAL),
-	ROW(peek_null_record, -EINVAL),
-	ROW(release_null, -EINVAL),
-	ROW(release_without_peek, -EINVAL),
-	ROW(release_twice, -EINVAL),
-	ROW(consume_null_consumer, -EINVAL),
-	ROW(consume_null_fn, -EINVAL),
-	ROW(prepare_wait_null, -EINVAL),
-	ROW(wait_null, -EINVAL),
-	ROW(cstats_null_consumer, -EINVAL),
-	ROW(cstats_null_stats, -EINVAL),
-	ROW(cstats_small_sz, -EINVAL),
-	ROW(strerror_int_min, 0),
-	ROW(strerror_unknown, 0),
-	ROW(errmsg_never_null, 0),
-	ROW(drop_cause_negative, 0),
-	ROW(drop_cause_too_big, 0),
-	ROW(dtype_null, 0),
-	ROW(dtype_empty, 0),
-	ROW(nrt_connect_negative_core, NRT_INVALID),
-	ROW(nrt_connect_null_fd, NRT_INVALID),
-	ROW(nrt_read_unknown_fd, NRT_INVALID_HANDLE),
-	ROW(nrt_read_null_header, NRT_INVALID),
-	ROW(nrt_read_null_payload, NRT_INVALID),
-	ROW(nrt_close_unknown_fd, 0),
+	ROW(new_zero_cores, -EINVAL, "ncores=0 is not allowed: use 1 to 4096"),
+	ROW(new_too_many_cores, -EINVAL, "ncores=4097"),
+	ROW(new_uint_max_cores, -EINVAL, "ncores=4294967295"),
+	ROW(new_empty_name, -EINVAL, "producer name '' is not allowed"),
+	ROW(new_dot_name, -EINVAL, "'.hidden' is not allowed"),
+	ROW(new_slash_name, -EINVAL, "'../etc/x' is not allowed"),
+	ROW(new_space_name, -EINVAL, "'a b' is not allowed"),
+	ROW(new_long_name, -EINVAL, "is not allowed: use 1 to 64"),
+	ROW(new_opts_unknown_tail, -EINVAL, "unknown fields set (sz=64"),
+	ROW(new_ring_too_big, -EINVAL, "ring_bytes=4611686018427387904 is out of range"),
+	ROW(new_ring_too_small, -EINVAL, "ring_bytes=1 is out of range"),
+	ROW(new_max_events_huge, -EINVAL, "max_events=18446744073709551615 is out of range"),
+	ROW(new_bad_hugepages, -EINVAL, "hugepages=99 is not allowed"),
+	ROW(new_negative_hugepages, -EINVAL, "hugepages=-1 is not allowed"),
+	ROW(new_runtime_dir_too_long, -ENAMETOOLONG, "runtime directory name is too long"),
+	ROW(new_same_name_twice, -EEXIST, "already exists in this process"),
+	ROW(free_null_producer, 0, NULL),
+	ROW(ncores_null, 0, NULL),
+	ROW(emit_null_producer, -EINVAL, "the producer is NULL"),
+	ROW(emit_core_out_of_range, -EINVAL, "core 1 is out of range: producer"),
+	ROW(emit_core_uint_max, -EINVAL, "core 4294967295 is out of range"),
+	ROW(emit_null_data, -EINVAL, "data is NULL with size=8"),
+	ROW(emit_size_max, -EMSGSIZE, ""),
+	ROW(emit_during_reservation, -EBUSY, "core 0 has a reservation open (8 bytes)"),
+	ROW(reserve_null_producer, -EINVAL, "the producer is NULL"),
+	ROW(reserve_core_out_of_range, -EINVAL, "core 7 is out of range"),
+	ROW(reserve_size_max, -EMSGSIZE, ""),
+	ROW(reserve_twice, -EBUSY, "core 0 has a reservation open"),
+	ROW(commit_null_producer, -EINVAL, "the producer is NULL"),
+	ROW(commit_core_out_of_range, -EINVAL, "core 1 is out of range"),
+	ROW(commit_without_reserve, -EINVAL, "commit: core 0 has no reservation open"),
+	ROW(commit_deferred_null_producer, -EINVAL, "the producer is NULL"),
+	ROW(commit_deferred_core_out_of_range, -EINVAL, "core 1 is out of range"),
+	ROW(commit_deferred_without_reserve, -EINVAL, "commit_deferred: core 0 has no reservation open"),
+	ROW(publish_null_producer, -EINVAL, "the producer is NULL"),
+	ROW(publish_core_out_of_range, -EINVAL, "core 1 is out of range"),
+	ROW(discard_null_producer, -EINVAL, "the producer is NULL"),
+	ROW(discard_without_reserve, -EINVAL, "discard: core 0 has no reservation open"),
+	ROW(commit_after_discard, -EINVAL, "commit: core 0 has no reservation open"),
+	ROW(flush_null_producer, -EINVAL, "the producer is NULL"),
+	ROW(flush_core_out_of_range, -EINVAL, "core 1 is out of range"),
+	ROW(pstats_null_producer, -EINVAL, "the producer is NULL"),
+	ROW(pstats_null_stats, -EINVAL, "stats: the struct evs_stream_stats is NULL"),
+	ROW(pstats_zero_sz, -EINVAL, "stats: sz=0 is too small"),
+	ROW(pstats_core_out_of_range, -EINVAL, "core 1 is out of range"),
+	ROW(tensor_null_producer, -EINVAL, "the producer is NULL"),
+	ROW(tensor_null_tensor, -EINVAL, "the tensor is NULL"),
+	ROW(tensor_core_out_of_range, -EINVAL, "core 1 is out of range"),
+	ROW(tensor_null_dtype, -EINVAL, "a device print (no dtype) carries its prefix alone: ndim=2"),
+	ROW(tensor_unknown_dtype, -EINVAL, "dtype 'float128' is not one evstream knows"),
+	ROW(tensor_long_dtype, -EINVAL, "dtype 'float32float32f...' is too long"),
+	ROW(tensor_ndim_9, -EINVAL, "ndim=9 is out of range: allowed is 0 to 8"),
+	ROW(tensor_null_shape, -EINVAL, "shape is NULL with ndim=2"),
+	ROW(tensor_bad_pipe, -EINVAL, "pipe=3 is not allowed"),
+	ROW(tensor_null_data, -EINVAL, "data is NULL for a tensor of 24 bytes"),
+	ROW(tensor_shape_overflow, -ERANGE, "shape [1099511627776, 1099511627776] of float32 makes more than 2^62 bytes"),
+	ROW(connect_bad_name, -EINVAL, "producer name 'a/b' is not allowed"),
+	ROW(connect_empty_name, -EINVAL, "producer name '' is not allowed"),
+	ROW(connect_core_out_of_range, -EINVAL, "core 1 is out of range"),
+	ROW(connect_core_uint_max, -EINVAL, "core 4294967295 is out of range"),
+	ROW(connect_second_consumer, -EBUSY, "core 0 already has a consumer"),
+	ROW(connect_no_such_producer, -ENOENT, "no producer named 'no-such-producer-anywhere'"),
+	ROW(connect_opts_unknown_tail, -EINVAL, "evs_consumer_opts: unknown fields set"),
+	ROW(free_null_consumer, 0, NULL),
+	ROW(fd_null, -EINVAL, "fd: the consumer is NULL"),
+	ROW(hup_fd_null, -EINVAL, "hup_fd: the consumer is NULL"),
+	ROW(peek_null_consumer, -EINVAL, "peek: the consumer is NULL"),
+	ROW(peek_null_record, -EINVAL, "peek: the record is NULL"),
+	ROW(release_null, -EINVAL, "release: the consumer is NULL"),
+	ROW(release_without_peek, -EINVAL, "release: no record is held"),
+	ROW(release_twice, -EINVAL, "release: no record is held"),
+	ROW(consume_null_consumer, -EINVAL, "consume: the consumer is NULL"),
+	ROW(consume_null_fn, -EINVAL, "consume: the callback is NULL"),
+	ROW(prepare_wait_null, -EINVAL, "prepare_wait: the consumer is NULL"),
+	ROW(wait_null, -EINVAL, "wait: the consumer is NULL"),
+	ROW(cstats_null_consumer, -EINVAL, "stats: the consumer is NULL"),
+	ROW(cstats_null_stats, -EINVAL, "stats: the struct evs_stream_stats is NULL"),
+	ROW(cstats_small_sz, -EINVAL, "stats: sz=8 is too small"),
+	ROW(strerror_int_min, 0, NULL),
+	ROW(strerror_unknown, 0, NULL),
+	ROW(errmsg_never_null, 0, NULL),
+	ROW(drop_cause_negative, 0, NULL),
+	ROW(drop_cause_too_big, 0, NULL),
+	ROW(dtype_null, 0, NULL),
+	ROW(dtype_empty, 0, NULL),
+	ROW(nrt_connect_negative_core, NRT_INVALID, NULL),
+	ROW(nrt_connect_null_fd, NRT_INVALID, NULL),
+	ROW(nrt_read_unknown_fd, NRT_INVALID_HANDLE, NULL),
+	ROW(nrt_read_null_header, NRT_INVALID, NULL),
+	ROW(nrt_read_null_payload, NRT_INVALID, NULL),
+	ROW(nrt_close_unknown_fd, 0, NULL),
 };
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
@@ -449,9 +459,18 @@ START_TEST(test_bad_argument_gives_documented_status)
 	struct evs_record rec;
 	int got;
 
+	/* an earlier failure's message, which the call must replace */
+	ck_assert_ptr_null(evs_producer__new(STALE_NAME, 1, NULL));
+	ck_assert_ptr_nonnull(strstr(evs_errmsg(), STALE_NAME));
 	got = r->call();
 	ck_assert_msg(got == r->expect, "%s: got %d (%s), want %d", r->what, got,
 		      got < 0 ? evs_strerror(got) : "-", r->expect);
+	if (r->msg && *r->msg)
+		ck_assert_msg(strstr(evs_errmsg(), r->msg), "%s: evs_errmsg() says '%s', want '%s' in it",
+			      r->what, evs_errmsg(), r->msg);
+	else if (r->msg)
+		ck_assert_msg(strstr(evs_errmsg(), STALE_NAME), "%s, a drop, set evs_errmsg() to '%s'",
+			      r->what, evs_errmsg());
 	/* a good call still works */
 	evs_producer__discard(fx.p, 0);
 	while (evs_consumer__consume(fx.c, count_fn, NULL, 0) > 0)

@@ -77,16 +77,28 @@ static struct evs_event_header *ring_hdr(uint64_t pos)
 	return (struct evs_event_header *)(fx.s->data + pos % RING);
 }
 
-/* Broken is sticky for every consumer call, and stats still answer. */
-static void assert_broken(void)
+/* evs_errmsg() names the corruption (why is part of the sentence). */
+static void assert_broken_says(const char *why)
+{
+	ck_assert_msg(strstr(evs_errmsg(), "stream corrupt") && strstr(evs_errmsg(), why),
+		      "evs_errmsg() says '%s', want 'stream corrupt' and '%s'", evs_errmsg(), why);
+}
+
+/* Broken is sticky for every consumer call, each says why again (after
+ * another failure took the thread's message), and stats still answer. */
+static void assert_broken(const char *why)
 {
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 	struct evs_record r;
 
 	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), -EBADMSG);
+	assert_broken_says(why);
+	ck_assert_ptr_null(evs_producer__new("another failure", 1, NULL));
 	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), -EBADMSG);
+	assert_broken_says(why);
 	ck_assert_int_eq(evs_consumer__prepare_wait(fx.c), -EBADMSG);
 	ck_assert_int_eq(evs_consumer__wait(fx.c, 0), -EBADMSG);
+	assert_broken_says(why);
 	ck_assert_int_eq(evs_consumer__release(fx.c), -EINVAL);
 	ck_assert_int_eq(evs_consumer__stats(fx.c, &st), 0);
 }
@@ -153,7 +165,7 @@ START_TEST(test_consumer_rejects_record_longer_than_published)
 {
 	emit_n(1, 16);
 	ring_hdr(0)->data_size = 17 + 64; /* runs past prod_pos */
-	assert_broken();
+	assert_broken("runs past the producer's position");
 }
 END_TEST
 
@@ -161,7 +173,7 @@ START_TEST(test_consumer_rejects_data_size_near_u64_max)
 {
 	emit_n(1, 16);
 	ring_hdr(0)->data_size = UINT64_MAX - 3; /* would wrap a naive len sum */
-	assert_broken();
+	assert_broken("claims 18446744073709551612 payload bytes");
 }
 END_TEST
 
@@ -169,7 +181,7 @@ START_TEST(test_consumer_rejects_prod_pos_more_than_a_ring_ahead)
 {
 	emit_n(1, 16);
 	WRITE_ONCE(&fx.s->prod->prod_pos, (uint64_t)RING + 8);
-	assert_broken();
+	assert_broken("is not on the 8-byte record grid");
 }
 END_TEST
 
@@ -183,7 +195,7 @@ START_TEST(test_consumer_rejects_prod_pos_going_back)
 		ck_assert_int_eq(evs_consumer__release(fx.c), 0);
 	}
 	WRITE_ONCE(&fx.s->prod->prod_pos, 80); /* behind what we consumed */
-	assert_broken();
+	assert_broken("is not on the 8-byte record grid");
 }
 END_TEST
 
@@ -195,7 +207,7 @@ START_TEST(test_consumer_rejects_unaligned_prod_pos)
 	ck_assert_int_eq(evs_consumer__peek(fx.c, &r), 0);
 	ck_assert_int_eq(evs_consumer__release(fx.c), 0);
 	WRITE_ONCE(&fx.s->prod->prod_pos, READ_ONCE(&fx.s->prod->prod_pos) + 12);
-	assert_broken();
+	assert_broken("is not on the 8-byte record grid");
 }
 END_TEST
 
@@ -208,7 +220,7 @@ START_TEST(test_consumer_rejects_truncated_header)
 	ck_assert_int_eq(evs_consumer__release(fx.c), 0);
 	/* only 32 bytes published: less than a header */
 	WRITE_ONCE(&fx.s->prod->prod_pos, READ_ONCE(&fx.s->prod->prod_pos) + 32);
-	assert_broken();
+	assert_broken("runs past the producer's position");
 }
 END_TEST
 

@@ -241,7 +241,12 @@ static void stream_finish(struct dumper *d, struct stream *s, int err)
 	if (err == -EPIPE) {
 		s->died = !evs_consumer__stats(s->c, &st) && st.producer_died;
 	} else {
-		fprintf(stderr, "evs-dump: core %u: stream broken: %s\n", s->core, evs_strerror(err));
+		/* the library's sentence names the core and what was corrupt */
+		if (err == -EBADMSG)
+			fprintf(stderr, "evs-dump: %s\n", evs_errmsg());
+		else
+			fprintf(stderr, "evs-dump: core %u: stream broken: %s\n", s->core,
+				evs_strerror(err));
 		s->broken = true;
 	}
 	stream_end(d, s);

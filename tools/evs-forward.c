@@ -550,7 +550,12 @@ static void stream_finish(struct fwd *f, struct fcore *s, int err)
 		s->died = !evs_consumer__stats(s->c, &st) && st.producer_died;
 	} else {
 		status_clear(f);
-		fprintf(stderr, "evs-forward: core %u: stream broken: %s\n", s->core, evs_strerror(err));
+		/* the library's sentence names the core and what was corrupt */
+		if (err == -EBADMSG)
+			fprintf(stderr, "evs-forward: %s\n", evs_errmsg());
+		else
+			fprintf(stderr, "evs-forward: core %u: stream broken: %s\n", s->core,
+				evs_strerror(err));
 		s->broken = true;
 	}
 	stream_end(f, s);

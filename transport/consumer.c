@@ -7,22 +7,48 @@
  * Attaching (mapping and checking the shared memory) is attach.c's.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "consumer.h"
+#include "errors.h"
 #include "membarrier.h"
 #include "stats.h"
 #include "wakeup.h"
 
-static int consumer_broken(struct evs_consumer *c)
+/* The producer wrote something impossible: the stream is broken for
+ * good, and fmt says what (evs_errmsg()). Cold: only corrupt memory leads
+ * here. */
+static __attribute__((cold, noinline, format(printf, 2, 3))) int
+consumer_broken(struct evs_consumer *c, const char *fmt, ...)
 {
+	va_list ap;
+
+	va_start(ap, fmt);
+	/* clang-analyzer 14 misses the va_start above */
+	vsnprintf(c->broken_why, sizeof(c->broken_why), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
+	va_end(ap);
 	c->broken = -EBADMSG;
-	return -EBADMSG;
+	return evs_fail(EBADMSG, "core %u: stream corrupt: %s", c->core, c->broken_why);
+}
+
+/* Every later call on a broken stream says why again: evs_errmsg() is the
+ * calling thread's, and may have been written over since. */
+static __attribute__((cold, noinline)) int consumer_still_broken(const struct evs_consumer *c)
+{
+	return evs_fail(-c->broken, "core %u: stream corrupt: %s", c->core, c->broken_why);
+}
+
+/* Misuse of a call: -EINVAL, and what was wrong for evs_errmsg(). */
+static __attribute__((cold, noinline)) int consumer_refuse(const char *call, const char *why)
+{
+	return evs_fail(EINVAL, "%s: %s", call, why);
 }
 
 /* A producer in another process that died cannot say so in shared memory:
@@ -85,7 +111,11 @@ static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
 
 	if (unlikely(p - c->cons_pos > c->cap || p % EVS_RECORD_ALIGN ||
 		     p - c->cons_pos < read_pos - c->cons_pos))
-		return consumer_broken(c);
+		return consumer_broken(c, "the producer's position %llu is not on the %u-byte "
+				       "record grid in %llu..%llu (from what was read to one ring "
+				       "past the consumer)", (unsigned long long)p, EVS_RECORD_ALIGN,
+				       (unsigned long long)read_pos,
+				       (unsigned long long)(c->cons_pos + c->cap));
 	c->prod_cache = p;
 	return p == read_pos ? -EAGAIN : 0;
 }
@@ -197,10 +227,15 @@ static __always_inline int64_t consumer_read_header(struct evs_consumer *c, uint
 	memcpy(hdr, size, sizeof(*size)); /* data_size, first */
 	/* no record is larger than the ring (at most 2^46): len cannot wrap */
 	if (unlikely(*size > c->cap))
-		return consumer_broken(c);
+		return consumer_broken(c, "the record at position %llu claims %llu payload bytes, "
+				       "more than the ring's %llu", (unsigned long long)pos,
+				       (unsigned long long)*size, (unsigned long long)c->cap);
 	len = evs_record_len(*size);
 	if (unlikely(len > avail))
-		return consumer_broken(c);
+		return consumer_broken(c, "the record at position %llu (%llu bytes with its header) "
+				       "runs past the producer's position, %llu bytes on",
+				       (unsigned long long)pos, (unsigned long long)len,
+				       (unsigned long long)avail);
 	return (int64_t)len;
 }
 
@@ -228,7 +263,10 @@ static __attribute__((noinline)) int consumer_peek_held(struct evs_consumer *c,
 	if ((uint64_t)len == c->peek_len)
 		return 0;
 	if (c->held > 1)
-		return consumer_broken(c);
+		return consumer_broken(c, "the held record at position %llu changed its length "
+				       "from %llu to %lld bytes",
+				       (unsigned long long)c->cons_pos,
+				       (unsigned long long)c->peek_len, (long long)len);
 	c->peek_len = (uint64_t)len;
 	return 0;
 }
@@ -239,9 +277,9 @@ EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 	int err;
 
 	if (unlikely(!c || !rec))
-		return -EINVAL;
+		return consumer_refuse("peek", !c ? "the consumer is NULL" : "the record is NULL");
 	if (unlikely(c->broken))
-		return c->broken;
+		return consumer_still_broken(c);
 	if (unlikely(c->held))
 		return consumer_peek_held(c, rec);
 	if (c->cons_pos == c->prod_cache) {
@@ -285,9 +323,9 @@ EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *r
 	int err;
 
 	if (!c || !rec)
-		return -EINVAL;
+		return consumer_refuse("peek_next", !c ? "the consumer is NULL" : "the record is NULL");
 	if (c->broken)
-		return c->broken;
+		return consumer_still_broken(c);
 	if (!c->held)
 		return evs_consumer__peek(c, rec);
 	if (c->held >= EVS_CONSUMER_MAX_HELD)
@@ -348,8 +386,9 @@ static void consumer_publish(struct evs_consumer *c)
 
 EVS_API int evs_consumer__release(struct evs_consumer *c)
 {
-	if (!c || !c->held)
-		return -EINVAL;
+	if (unlikely(!c || !c->held))
+		return consumer_refuse("release", !c ? "the consumer is NULL" :
+					"no record is held: peek one first");
 	consumer_advance(c);
 	consumer_publish(c);
 	return 0;
@@ -373,9 +412,9 @@ int evs_consumer_take(struct evs_consumer *c, void *hdr, void **payload, void *(
 	int err;
 
 	if (unlikely(c->broken))
-		return c->broken;
+		return consumer_still_broken(c);
 	if (unlikely(c->held))
-		return -EINVAL;
+		return consumer_refuse("read", "records are held: release them first");
 	if (c->cons_pos == c->prod_cache) {
 		err = consumer_look(c, c->cons_off);
 		if (err == -EAGAIN) {
@@ -417,7 +456,7 @@ EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void
 	int err = 0, stop = 0;
 
 	if (!c || !fn)
-		return -EINVAL;
+		return consumer_refuse("consume", !c ? "the consumer is NULL" : "the callback is NULL");
 	while (!stop && (max == 0 || n < max)) {
 		err = evs_consumer__peek(c, &rec);
 		if (err)
@@ -492,9 +531,9 @@ static int consumer_prepare_wait(struct evs_consumer *c)
 	int err;
 
 	if (!c)
-		return -EINVAL;
+		return consumer_refuse("prepare_wait", "the consumer is NULL");
 	if (c->broken)
-		return c->broken;
+		return consumer_still_broken(c);
 	/* records we know of: nothing to look at */
 	if (consumer_read_pos(c) != c->prod_cache)
 		return -EAGAIN;
@@ -583,7 +622,7 @@ EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms)
 	int err, n, left = timeout_ms;
 
 	if (!c)
-		return -EINVAL;
+		return consumer_refuse("wait", "the consumer is NULL");
 	for (;;) {
 		err = evs_consumer__prepare_wait(c);
 		if (err == -EAGAIN)
@@ -612,20 +651,24 @@ EVS_API int evs_consumer__wait(struct evs_consumer *c, int timeout_ms)
 
 EVS_API int evs_consumer__fd(const struct evs_consumer *c)
 {
-	return c ? c->wait_fd : -EINVAL;
+	return c ? c->wait_fd : consumer_refuse("fd", "the consumer is NULL");
 }
 
 EVS_API int evs_consumer__hup_fd(const struct evs_consumer *c)
 {
-	return c ? c->sock : -EINVAL;
+	return c ? c->sock : consumer_refuse("hup_fd", "the consumer is NULL");
 }
 
 EVS_API int evs_consumer__stats(const struct evs_consumer *c, struct evs_stream_stats *st)
 {
 	struct evs_stream_stats full;
+	int err;
 
-	if (!c || !evs_stats_size_ok(st))
-		return -EINVAL;
+	if (!c)
+		return consumer_refuse("stats", "the consumer is NULL");
+	err = evs_stats_check(st);
+	if (err)
+		return err;
 	evs_stats_from_shm(c->prod, c->cons, &full);
 	full.released = c->released;
 	full.connected = 1;

@@ -72,6 +72,9 @@ struct evs_consumer {
 	unsigned int core;
 	struct evs_map map;
 	struct evs_stream *local; /* in-process producer stream, under the registry lock */
+	/* What made the stream broken, given to evs_errmsg() by every call
+	 * that answers -EBADMSG (the message is per thread, the verdict not). */
+	char broken_why[192];
 };
 
 /* Right after attaching: make the fd readable if records are already

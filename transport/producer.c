@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "drop.h"
+#include "errors.h"
 #include "probes.h"
 #include "producer.h"
 #include "ringcopy.h"
@@ -23,6 +24,63 @@ static struct evs_stream *stream_of(const struct evs_producer *p, unsigned int c
 	if (unlikely(!p || core >= p->ncores))
 		return NULL;
 	return &p->streams[core];
+}
+
+/*
+ * Why a call was refused, for evs_errmsg(); each returns -EINVAL or
+ * -EBUSY. Out of line and cold, so that the calls' fast paths carry only
+ * the branch here. Drops are no refusal: they are counted, their cause is
+ * the return value, and they set no message.
+ */
+__attribute__((cold, noinline)) int evs_producer_refuse_core(const struct evs_producer *p,
+							      unsigned int core)
+{
+	if (!p)
+		return evs_fail(EINVAL, "the producer is NULL");
+	if (!p->name)
+		return evs_fail(EINVAL, "core %u is out of range: this in-process producer has cores "
+				"0 to %u", core, p->ncores - 1);
+	return evs_fail(EINVAL, "core %u is out of range: producer '%s' has cores 0 to %u", core,
+			p->name, p->ncores - 1);
+}
+
+static __attribute__((cold, noinline)) int refuse_event(const struct evs_producer *p,
+							unsigned int core, size_t size)
+{
+	if (!stream_of(p, core))
+		return evs_producer_refuse_core(p, core);
+	return evs_fail(EINVAL, "data is NULL with size=%zu: give the payload's address, or size 0",
+			size);
+}
+
+static __attribute__((cold, noinline)) int refuse_busy(const struct evs_stream *s)
+{
+	return evs_fail(EBUSY, "core %u has a reservation open (%llu bytes): commit or discard it first",
+			s->core, (unsigned long long)s->resv_size);
+}
+
+/* The same for reserve(), which answers NULL and errno: tail calls, so
+ * that the fast path keeps no frame for them. */
+static __attribute__((cold, noinline)) void *refuse_reserve(const struct evs_producer *p,
+							    unsigned int core)
+{
+	errno = -evs_producer_refuse_core(p, core);
+	return NULL;
+}
+
+static __attribute__((cold, noinline)) void *refuse_reserve_busy(const struct evs_stream *s)
+{
+	errno = -refuse_busy(s);
+	return NULL;
+}
+
+static __attribute__((cold, noinline)) int refuse_unreserved(const struct evs_producer *p,
+							     unsigned int core, const char *call)
+{
+	if (!stream_of(p, core))
+		return evs_producer_refuse_core(p, core);
+	return evs_fail(EINVAL, "%s: core %u has no reservation open: call evs_producer__reserve() first",
+			call, core);
 }
 
 /* The bounds stream_has_room() checks, from what the consumer was last
@@ -271,7 +329,7 @@ static __always_inline void stream_publish(struct evs_stream *s)
 	 * consumer sees prod_pos above, or we see its ARMED below. A consumer
 	 * that arms with membarrier() runs this fence for us (membarrier.c);
 	 * then only the compiler must keep the store before the load. */
-	if (READ_ONCE(&s->fence))
+	if (unlikely(READ_ONCE(&s->fence)))
 		smp_mb();
 	else
 		barrier();
@@ -315,16 +373,13 @@ EVS_API void *evs_producer__reserve(struct evs_producer *p, unsigned int core, u
 {
 	struct evs_stream *s = stream_of(p, core);
 
-	if (!s) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (unlikely(!s))
+		return refuse_reserve(p, core);
 	switch (stream_admit(s, size)) {
 	case ADMIT_OK:
 		return stream_open(s, type, size);
 	case ADMIT_BUSY:
-		errno = EBUSY;
-		return NULL;
+		return refuse_reserve_busy(s);
 	case ADMIT_NO_CONSUMER:
 		return stream_reserve_drop(s, size, EVS_DROP_NO_CONSUMER);
 	case ADMIT_TOO_BIG:
@@ -344,7 +399,7 @@ EVS_API int evs_producer__commit(struct evs_producer *p, unsigned int core)
 	struct evs_stream *s = stream_of(p, core);
 
 	if (!s || !s->resv_len)
-		return -EINVAL;
+		return refuse_unreserved(p, core, "commit");
 	stream_commit(s);
 	return 0;
 }
@@ -354,7 +409,7 @@ EVS_API int evs_producer__commit_deferred(struct evs_producer *p, unsigned int c
 	struct evs_stream *s = stream_of(p, core);
 
 	if (!s || !s->resv_len)
-		return -EINVAL;
+		return refuse_unreserved(p, core, "commit_deferred");
 	/* stamped when published: one clock read per publication */
 	if (s->timestamps) {
 		if (unlikely(s->unstamped == EVS_UNSTAMPED_MAX))
@@ -370,7 +425,7 @@ EVS_API int evs_producer__publish(struct evs_producer *p, unsigned int core)
 	struct evs_stream *s = stream_of(p, core);
 
 	if (!s)
-		return -EINVAL;
+		return evs_producer_refuse_core(p, core);
 	evs_stream_publish(s);
 	return 0;
 }
@@ -380,7 +435,7 @@ EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core)
 	struct evs_stream *s = stream_of(p, core);
 
 	if (!s || !s->resv_len)
-		return -EINVAL;
+		return refuse_unreserved(p, core, "discard");
 	/* nothing was published: forgetting the length frees the space */
 	s->resv_len = 0;
 	return 0;
@@ -419,14 +474,14 @@ EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32
 {
 	struct evs_stream *s = stream_of(p, core);
 
-	if (!s || (!data && size))
-		return -EINVAL;
+	if (unlikely(!s || (!data && size)))
+		return refuse_event(p, core, size);
 	switch (stream_admit(s, size)) {
 	case ADMIT_OK:
 	case ADMIT_END_RUN:
 		return stream_write(s, type, data, size);
 	case ADMIT_BUSY:
-		return -EBUSY;
+		return refuse_busy(s);
 	case ADMIT_NO_CONSUMER:
 		return evs_stream_drop(s, size, EVS_DROP_NO_CONSUMER);
 	case ADMIT_TOO_BIG:
@@ -444,7 +499,7 @@ EVS_API int evs_producer__flush(struct evs_producer *p, unsigned int core)
 	struct evs_stream *s = stream_of(p, core);
 
 	if (!s)
-		return -EINVAL;
+		return evs_producer_refuse_core(p, core);
 	evs_stream_drop_flush(s);
 	return 0;
 }
@@ -460,9 +515,13 @@ EVS_API int evs_producer__stats(const struct evs_producer *p, unsigned int core,
 {
 	const struct evs_stream *s = stream_of(p, core);
 	struct evs_stream_stats full;
+	int err;
 
-	if (!s || !evs_stats_size_ok(st))
-		return -EINVAL;
+	if (!s)
+		return evs_producer_refuse_core(p, core);
+	err = evs_stats_check(st);
+	if (err)
+		return err;
 	evs_stats_from_shm(s->prod, s->cons, &full);
 	full.connected = (uint32_t)READ_ONCE(&s->active);
 	evs_stats_copy_out(st, &full);

@@ -104,6 +104,9 @@ struct evs_producer {
 	struct evs_producer *next; /* registry */
 };
 
+/* -EINVAL, and for evs_errmsg() why p and core name no stream (p NULL,
+ * or core out of range). */
+int evs_producer_refuse_core(const struct evs_producer *p, unsigned int core);
 /* Make every committed record of the stream visible (and wake if armed). */
 void evs_stream_publish(struct evs_stream *s);
 /* Recompute the fast path's bounds (room_end, events_end). */

@@ -1,15 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /* Stream statistics, read from the shared pages, for either side. */
+#include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "atomics.h"
+#include "errors.h"
 #include "stats.h"
 
 _Static_assert(EVS_DROP_CAUSE_COUNT <= 4, "the shared page counts four causes");
 
-bool evs_stats_size_ok(const struct evs_stream_stats *st)
+int evs_stats_check(const struct evs_stream_stats *st)
 {
-	return st && st->sz >= offsetof(struct evs_stream_stats, core) + sizeof(st->core);
+	size_t least = offsetof(struct evs_stream_stats, core) + sizeof(st->core);
+
+	if (!st)
+		return evs_fail(EINVAL, "stats: the struct evs_stream_stats is NULL");
+	if (st->sz < least)
+		return evs_fail(EINVAL, "stats: sz=%zu is too small: set it to sizeof(struct "
+				"evs_stream_stats) (%zu in this library; at least %zu)",
+				st->sz, sizeof(*st), least);
+	return 0;
 }
 
 void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,

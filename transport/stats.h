@@ -3,13 +3,12 @@
 #ifndef EVS_STATS_H
 #define EVS_STATS_H
 
-#include <stdbool.h>
-
 #include "evstream/evstream.h"
 #include "layout.h"
 
-/* The caller's struct holds at least every field of 1.0. */
-bool evs_stats_size_ok(const struct evs_stream_stats *st);
+/* 0 when the caller's struct holds at least every field of 1.0, else
+ * -EINVAL with the reason for evs_errmsg(). */
+int evs_stats_check(const struct evs_stream_stats *st);
 /* Everything the shared pages say (the fields only one side knows are 0). */
 void evs_stats_from_shm(const struct evs_shm_prod *prod, const struct evs_shm_cons *cons,
 			struct evs_stream_stats *st);

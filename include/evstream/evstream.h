@@ -9,7 +9,10 @@
  * Error rule (the whole API): functions returning int return 0 (or a count)
  * on success and a negative errno on failure; constructors return NULL and
  * set errno. evs_strerror() names the errno; evs_errmsg() holds a sentence
- * about the last failure of this thread (bad environment values, etc.).
+ * about the last failure of this thread: the bad argument, option or
+ * environment value and what is allowed, the misuse, or what made a stream
+ * corrupt. A dropped event is no failure of the call: it is counted, its
+ * cause is the return value, and it leaves evs_errmsg() as it was.
  *
  * Threading: one thread at a time per stream on each side. Different streams
  * may be used from different threads concurrently.
@@ -37,7 +40,8 @@ extern "C" {
  * as documented in docs/architecture.md. */
 struct evs_event_header {
 	uint64_t data_size;     /* payload bytes following the header */
-	uint32_t type;          /* event type, the producer's (0 is invalid) */
+	uint32_t type;          /* event type, the producer's; to the debug-stream API 0 is
+				 * INVALID and 1 a tensor read */
 	uint32_t flags;         /* reserved, 0 */
 	uint64_t seq;           /* per-stream sequence: counts every emit, dropped ones too */
 	uint64_t timestamp_ns;  /* CLOCK_MONOTONIC at commit (deferred: at publication) */
