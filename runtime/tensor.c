@@ -119,7 +119,7 @@ static bool is_print(const struct evs_tensor *t)
 }
 
 /* The dtypes evstream knows, for messages: "float64, float32, ..., bool". */
-static const char *dtype_names(void)
+static const char *known_dtype_list(void)
 {
 	static char names[160];
 
@@ -157,7 +157,7 @@ static __attribute__((cold, noinline)) int tensor_refuse(const struct evs_tensor
 				t->elem_size, t->dtype, known, known);
 	if (!known && !t->elem_size)
 		return evs_fail(EINVAL, "dtype '%s' is not one evstream knows (%s): give its elem_size",
-				t->dtype, dtype_names());
+				t->dtype, known_dtype_list());
 	if (err == -ERANGE) {
 		char shape[EVS_TENSOR_MAX_DIMS * 22 + 3] = "[";
 
