@@ -35,12 +35,16 @@ struct evs_drop_val {
 	char comm[16];      /* thread that reported the first batch */
 };
 
+#define EVS_DROPS_PATH_MAX 4096  /* PATH_MAX, which vmlinux.h does not have */
+
 /* The process that holds the probe attached; others only read the maps,
- * so two evs-drops never count a drop twice. */
+ * so two evs-drops never count a drop twice. What it attached to is kept
+ * with it: a reader reports that, not what it would have attached to. */
 struct evs_drops_owner {
 	__u32 pid;
-	__u32 pad;
+	__u32 target_pid;   /* 0: every process that maps binary */
 	__u64 start_time;   /* /proc/<pid>/stat field 22: tells a reused pid apart */
+	char binary[EVS_DROPS_PATH_MAX];  /* the file the probe is attached to */
 };
 
 #endif

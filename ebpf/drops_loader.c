@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +39,15 @@ struct evs_drops {
 	struct bpf_link *link;    /* set when this handle is the owner */
 	int map_fd;
 	int owner_fd;
+	__u32 map_id;             /* the drops map's, to tell whether its pin is still it */
 	pid_t owner_pid;
+	pid_t target_pid;         /* 0: every process that maps binary */
+	int scope_given;          /* binary or pid asked for, not defaulted */
 	char pin_dir[PATH_MAX];
 	char binary[PATH_MAX];
 };
 
-static __thread char errbuf[1024];
+static __thread char errbuf[2048];
 static char libbpf_last[512];
 static int verbose;
 
@@ -97,13 +101,42 @@ static int has_caps(void)
 #undef HAS
 }
 
+/* The pin directory as an absolute path without trailing slashes: a
+ * background owner leaves for /, and a relative name would then point
+ * elsewhere; "dir/" would make lstat() follow a link at dir. */
+static int absolute_dir(const char *dir, char *out, size_t len)
+{
+	char cwd[PATH_MAX];
+	size_t n;
+
+	if (!dir)
+		dir = EVS_DROPS_PIN_DIR;
+	if (!*dir)
+		return fail(EINVAL, "the pin directory is an empty name (give one such as "
+			    EVS_DROPS_PIN_DIR ")");
+	if (*dir == '/')
+		n = (size_t)snprintf(out, len, "%s", dir);
+	else if (getcwd(cwd, sizeof(cwd)))
+		n = (size_t)snprintf(out, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", dir);
+	else
+		return fail(errno, "%s is relative and the current directory is unknown (%s): "
+			    "give an absolute --pin-dir", dir, strerror(errno));
+	if (n >= len)
+		return fail(ENAMETOOLONG, "pin directory name too long: %s", dir);
+	while (n > 1 && out[n - 1] == '/')
+		out[--n] = 0;
+	return 0;
+}
+
 int evs_drops__check_env(const char *pin_dir)
 {
 	char path[PATH_MAX];
 	struct statfs sf;
+	int err;
 
-	if (!pin_dir)
-		pin_dir = EVS_DROPS_PIN_DIR;
+	err = absolute_dir(pin_dir, path, sizeof(path));
+	if (err)
+		return err;
 	if (!has_caps())
 		return fail(EPERM, "loading BPF programs needs root, or CAP_BPF and CAP_PERFMON "
 			    "(try: sudo evs-drops)");
@@ -111,7 +144,6 @@ int evs_drops__check_env(const char *pin_dir)
 		return fail(ENOTSUP, "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing; "
 			    "it needs CONFIG_DEBUG_INFO_BTF=y): the CO-RE program cannot be relocated");
 	/* the nearest existing directory on the way to pin_dir must be bpffs */
-	snprintf(path, sizeof(path), "%s", pin_dir);
 	while (statfs(path, &sf)) {
 		char *slash = strrchr(path, '/');
 
@@ -124,6 +156,172 @@ int evs_drops__check_env(const char *pin_dir)
 			    "mount it with `mount -t bpf bpf /sys/fs/bpf` (or give --pin-dir "
 			    "under a mounted one)", path);
 	return 0;
+}
+
+/*
+ * /sys/fs/bpf is writable by every user (mode 1777): anyone may make the
+ * pin directory, or a link there, before root does, and then swap what is
+ * pinned in it. So the directory and each one above it must belong to
+ * root or to us, and none may be writable by others unless sticky. The
+ * directory itself must not be a link either: --detach would empty the
+ * target and fail to remove the link.
+ */
+static int check_pin_dir(const char *dir)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (int top = 1;; top = 0) {
+		char *slash;
+
+		if (lstat(path, &st) == 0) {
+			if (top && S_ISLNK(st.st_mode)) {
+				n = readlink(path, target, sizeof(target) - 1);
+				target[n > 0 ? n : 0] = 0;
+				return fail(ELOOP, "%s is a symbolic link (to %s), not a directory: "
+					    "evs-drops pins only into a real directory, whose pins "
+					    "it can trust; remove the link (rm %s) or give the "
+					    "directory itself as --pin-dir", path, target, path);
+			}
+			if (top && !S_ISDIR(st.st_mode))
+				return fail(ENOTDIR, "%s is not a directory but a pinned BPF object: "
+					    "give another --pin-dir", path);
+			if (st.st_uid != 0 && st.st_uid != geteuid())
+				return fail(EPERM, "%s belongs to uid %u, not to root: another user "
+					    "may have made it to tamper with the pins; look at it, "
+					    "remove it (rm -r %s) and run evs-drops again",
+					    path, (unsigned)st.st_uid, path);
+			/* a link's own mode is always 0777 and means nothing */
+			if (!S_ISLNK(st.st_mode) && (st.st_mode & (S_IWGRP | S_IWOTH)) &&
+			    !(st.st_mode & S_ISVTX))
+				return fail(EPERM, "%s is writable by other users (mode %04o): they "
+					    "could swap the pins in it; chmod go-w %s, or give "
+					    "another --pin-dir", path, (unsigned)(st.st_mode & 07777),
+					    path);
+		} else if (errno != ENOENT) {
+			return fail(errno, "cannot look at %s: %s", path, strerror(errno));
+		}
+		slash = strrchr(path, '/');
+		if (!slash || slash == path)
+			return 0;
+		*slash = 0;
+	}
+}
+
+/* What the kernel says of a pinned object (/proc/self/fdinfo). */
+struct pin_info {
+	char kind[16];    /* "map", "program", "link" or "" */
+	unsigned int map_type, key_size, value_size, max_entries, map_id;
+};
+
+static void fd_pin_info(int fd, struct pin_info *pi)
+{
+	char path[64], line[128];
+	FILE *f;
+
+	memset(pi, 0, sizeof(*pi));
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "map_type: %u", &pi->map_type) == 1)
+			snprintf(pi->kind, sizeof(pi->kind), "map");
+		else if (!strncmp(line, "prog_type:", 10))
+			snprintf(pi->kind, sizeof(pi->kind), "program");
+		else if (!strncmp(line, "link_type:", 10))
+			snprintf(pi->kind, sizeof(pi->kind), "link");
+		sscanf(line, "key_size: %u", &pi->key_size);
+		sscanf(line, "value_size: %u", &pi->value_size);
+		sscanf(line, "max_entries: %u", &pi->max_entries);
+		sscanf(line, "map_id: %u", &pi->map_id);
+	}
+	fclose(f);
+}
+
+/* The maps as drops.bpf.c declares them. libbpf reuses a pinned map that
+ * agrees in type and sizes only, and the readers here copy entries of
+ * these sizes: anything else at these paths is refused by name. */
+struct pin_layout {
+	const char *name;
+	unsigned int map_type, key_size, value_size, max_entries;
+};
+
+static const struct pin_layout pin_layouts[] = {
+	{ EVS_DROPS_MAP, BPF_MAP_TYPE_HASH, sizeof(struct evs_drop_key),
+	  sizeof(struct evs_drop_val), EVS_DROPS_MAX_ENTRIES },
+	{ EVS_DROPS_OWNER_MAP, BPF_MAP_TYPE_HASH, sizeof(__u32),
+	  sizeof(struct evs_drops_owner), 1 },
+};
+
+/* drops_owner before it named the binary: same pid and start time first */
+static const struct pin_layout owner_layout_before = {
+	EVS_DROPS_OWNER_MAP, BPF_MAP_TYPE_HASH, sizeof(__u32), 16, 1
+};
+_Static_assert(offsetof(struct evs_drops_owner, binary) == 16, "owner prefix");
+
+static int pin_matches(const struct pin_info *pi, const struct pin_layout *l)
+{
+	return !strcmp(pi->kind, "map") && pi->map_type == l->map_type &&
+	       pi->key_size == l->key_size && pi->value_size == l->value_size &&
+	       pi->max_entries == l->max_entries;
+}
+
+/* 0 when nothing is pinned at dir/l->name or a map of layout l is: then
+ * *fdp is its fd (opened), else -1. Else -errno and a message naming it. */
+static int check_pin(const char *dir, const struct pin_layout *l, int *fdp)
+{
+	char path[PATH_MAX + 32];
+	struct pin_info pi;
+	struct stat st;
+	int fd;
+
+	*fdp = -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, l->name);
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0 : fail(errno, "cannot look at %s: %s", path,
+						  strerror(errno));
+	if (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode))
+		return fail(EEXIST, "%s is a %s, not a pinned map: evs-drops did not make it; "
+			    "remove it (rm -r %s) or give another --pin-dir", path,
+			    S_ISDIR(st.st_mode) ? "directory" : "symbolic link", path);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return fail(errno, "cannot open the pin %s: %s", path, strerror(errno));
+	fd_pin_info(fd, &pi);
+	if (pin_matches(&pi, l)) {
+		*fdp = fd;
+		return 0;
+	}
+	close(fd);
+	if (strcmp(pi.kind, "map"))
+		return fail(EEXIST, "%s is a pinned BPF %s, not a map: evs-drops did not pin it; "
+			    "remove it (rm %s) or give another --pin-dir", path,
+			    pi.kind[0] ? pi.kind : "object", path);
+	return fail(EEXIST, "%s is a BPF map of type %s with %u-byte keys and %u-byte values "
+		    "(%u entries), where evs-drops keeps a %s map with %u-byte keys and %u-byte "
+		    "values (%u entries): another version of evs-drops or another tool left it. "
+		    "`evs-drops --detach -d %s` removes it (and its counts), or give another "
+		    "--pin-dir", path, libbpf_bpf_map_type_str(pi.map_type) ?: "?", pi.key_size,
+		    pi.value_size, pi.max_entries, libbpf_bpf_map_type_str(l->map_type),
+		    l->key_size, l->value_size, l->max_entries, dir);
+}
+
+/* The pin directory and both pins, before anything is read or reused. */
+static int check_pins(const char *dir)
+{
+	int err = check_pin_dir(dir);
+
+	for (size_t i = 0; !err && i < sizeof(pin_layouts) / sizeof(pin_layouts[0]); i++) {
+		int fd;
+
+		err = check_pin(dir, &pin_layouts[i], &fd);
+		if (fd >= 0)
+			close(fd);
+	}
+	return err;
 }
 
 static int file_exists(const char *p)
@@ -231,29 +429,35 @@ static unsigned long long proc_start_time(pid_t pid)
 
 static int owner_alive(const struct evs_drops_owner *o)
 {
-	if (!o->pid || (kill((pid_t)o->pid, 0) && errno == ESRCH))
+	/* 0 and what is negative as a pid_t name groups or every process to
+	 * kill(); a start time that cannot be read proves nothing */
+	if (!o->pid || o->pid > INT_MAX || !o->start_time ||
+	    (kill((pid_t)o->pid, 0) && errno == ESRCH))
 		return 0;
 	return proc_start_time((pid_t)o->pid) == o->start_time;
 }
 
-/* 1: we own the probe now; 0: a live owner exists (its pid in *pid). */
-static int owner_claim(int fd, pid_t *pid)
+/* 1: we own the probe now; 0: a live owner exists (in *cur). */
+static int owner_claim(const struct evs_drops *d, struct evs_drops_owner *cur)
 {
-	struct evs_drops_owner me = { .pid = (__u32)getpid() }, cur;
+	struct evs_drops_owner me;
 	__u32 key = 0;
+	int fd = d->owner_fd;
 
+	memset(&me, 0, sizeof(me));
+	me.pid = (__u32)getpid();
+	me.target_pid = (__u32)d->target_pid;
 	me.start_time = proc_start_time(getpid());
+	snprintf(me.binary, sizeof(me.binary), "%s", d->binary);
 	for (int tries = 0; tries < 8; tries++) {
 		if (bpf_map_update_elem(fd, &key, &me, BPF_NOEXIST) == 0) {
-			*pid = getpid();
+			*cur = me;
 			return 1;
 		}
-		if (bpf_map_lookup_elem(fd, &key, &cur))
+		if (bpf_map_lookup_elem(fd, &key, cur))
 			continue;      /* deleted meanwhile: try again */
-		if (owner_alive(&cur)) {
-			*pid = (pid_t)cur.pid;
+		if (owner_alive(cur))
 			return 0;
-		}
 		/* its owner died (its links went with it): take over */
 		bpf_map_delete_elem(fd, &key);
 	}
@@ -269,49 +473,73 @@ static void owner_release(int fd)
 		bpf_map_delete_elem(fd, &key);
 }
 
-static int open_pinned(struct evs_drops *d)
+static void describe_scope(char *buf, size_t len, const char *binary, pid_t pid)
 {
-	char path[PATH_MAX + 32];
-	struct evs_drops_owner cur;
-	__u32 key = 0;
+	if (pid)
+		snprintf(buf, len, "%s in process %d", binary, (int)pid);
+	else
+		snprintf(buf, len, "%s", binary);
+}
 
-	snprintf(path, sizeof(path), "%s/%s", d->pin_dir, EVS_DROPS_MAP);
-	d->map_fd = bpf_obj_get(path);
-	if (d->map_fd < 0)
-		return fail(errno, "nothing pinned at %s (%s): start evs-drops first", path,
-			    strerror(errno));
-	snprintf(path, sizeof(path), "%s/%s", d->pin_dir, EVS_DROPS_OWNER_MAP);
-	d->owner_fd = bpf_obj_get(path);
-	if (d->owner_fd >= 0 && bpf_map_lookup_elem(d->owner_fd, &key, &cur) == 0 &&
-	    owner_alive(&cur))
-		d->owner_pid = (pid_t)cur.pid;
+/* A reader reports what the owner attached to. Asked for another file or
+ * process, it would show counts that are not of those: refused. */
+static int follow_owner(struct evs_drops *d, const struct evs_drops_owner *o)
+{
+	char mine[PATH_MAX + 32], theirs[PATH_MAX + 32];
+
+	if (d->scope_given && (strcmp(d->binary, o->binary) || d->target_pid != (pid_t)o->target_pid)) {
+		describe_scope(mine, sizeof(mine), d->binary, d->target_pid);
+		describe_scope(theirs, sizeof(theirs), o->binary, (pid_t)o->target_pid);
+		return fail(EBUSY, "evs-drops pid %d already counts drops of %s into %s, not of %s; "
+			    "read its counts without --binary and --pid, stop it with "
+			    "`evs-drops --detach -d %s`, or count into another --pin-dir",
+			    (int)o->pid, theirs, d->pin_dir, mine, d->pin_dir);
+	}
+	d->owner_pid = (pid_t)o->pid;
+	d->target_pid = (pid_t)o->target_pid;
+	snprintf(d->binary, sizeof(d->binary), "%s", o->binary);
 	return 0;
 }
 
-static int load_and_attach(struct evs_drops *d, pid_t pid)
+static int open_pinned(struct evs_drops *d)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = d->pin_dir);
+	struct evs_drops_owner cur;
+	char path[PATH_MAX + 32];
+	struct pin_info pi;
+	__u32 key = 0;
+	int err;
+
+	err = check_pin(d->pin_dir, &pin_layouts[0], &d->map_fd);
+	if (!err)
+		err = check_pin(d->pin_dir, &pin_layouts[1], &d->owner_fd);
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "%s/%s", d->pin_dir, EVS_DROPS_MAP);
+	if (d->map_fd < 0)
+		return fail(ENOENT, "nothing pinned at %s: start evs-drops first", path);
+	fd_pin_info(d->map_fd, &pi);
+	d->map_id = pi.map_id;
+	if (d->owner_fd >= 0 && bpf_map_lookup_elem(d->owner_fd, &key, &cur) == 0 &&
+	    owner_alive(&cur))
+		return follow_owner(d, &cur);
+	return 0;
+}
+
+/* Become the owner and attach, unless a live owner counts already. */
+static int claim_and_attach(struct evs_drops *d)
+{
+	struct evs_drops_owner cur;
 	int err, own;
 
-	libbpf_last[0] = 0;
-	d->skel = drops_bpf__open_opts(&oo);
-	if (!d->skel)
-		return fail(errno, "opening the BPF object: %s", libbpf_last);
-	err = drops_bpf__load(d->skel);
-	if (err)
-		return fail(-err, "loading the BPF program failed: %s%s", libbpf_last,
-			    strstr(libbpf_last, "reuse") ?
-			    " (maps of another layout are pinned there: evs-drops --detach)" : "");
-	d->map_fd = bpf_map__fd(d->skel->maps.drops);
-	d->owner_fd = bpf_map__fd(d->skel->maps.drops_owner);
-
-	own = owner_claim(d->owner_fd, &d->owner_pid);
+	own = owner_claim(d, &cur);
 	if (own < 0)
 		return fail(-own, "could not settle who attaches the probe (owner map keeps changing)");
-	if (!own)
-		return 0;   /* another process counts into these maps already */
+	if (!own)  /* another process counts into these maps already */
+		return follow_owner(d, &cur);
 
-	d->link = bpf_program__attach_usdt(d->skel->progs.evs_drop, pid ? pid : -1, d->binary,
+	libbpf_last[0] = 0;
+	d->link = bpf_program__attach_usdt(d->skel->progs.evs_drop,
+					   d->target_pid ? d->target_pid : -1, d->binary,
 					   "evstream", "drop", NULL);
 	if (!d->link) {
 		err = errno;
@@ -320,12 +548,69 @@ static int load_and_attach(struct evs_drops *d, pid_t pid)
 		return fail(err, "attaching to evstream:drop in %s: %s (%s)", d->binary,
 			    strerror(err), libbpf_last);
 	}
+	d->owner_pid = getpid();
 	return 0;
+}
+
+static int load_and_attach(struct evs_drops *d)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = d->pin_dir);
+	struct pin_info pi;
+	int err;
+
+	/* libbpf would reuse, or fail on, whatever it finds: look first */
+	err = check_pins(d->pin_dir);
+	if (err)
+		return err;
+	libbpf_last[0] = 0;
+	d->skel = drops_bpf__open_opts(&oo);
+	if (!d->skel)
+		return fail(errno, "opening the BPF object: %s", libbpf_last);
+	err = drops_bpf__load(d->skel);
+	if (err)
+		return fail(-err, "loading the BPF program failed: %s", libbpf_last);
+	d->map_fd = bpf_map__fd(d->skel->maps.drops);
+	d->owner_fd = bpf_map__fd(d->skel->maps.drops_owner);
+	fd_pin_info(d->map_fd, &pi);
+	d->map_id = pi.map_id;
+	return claim_and_attach(d);
+}
+
+int evs_drops__refresh(struct evs_drops *d)
+{
+	struct evs_drops_owner cur;
+	char path[PATH_MAX + 32];
+	struct pin_info pi = { .map_id = 0 };
+	__u32 key = 0;
+	int fd;
+
+	if (!d)
+		return -EINVAL;
+	if (d->link)
+		return 0;
+	/* --detach unpinned them: counting into them again would be invisible */
+	snprintf(path, sizeof(path), "%s/%s", d->pin_dir, EVS_DROPS_MAP);
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		fd_pin_info(fd, &pi);
+		close(fd);
+	}
+	if (pi.map_id != d->map_id)
+		return fail(ESTALE, "the maps at %s were removed or replaced (evs-drops --detach?): "
+			    "this evs-drops stops; start it again to count anew", d->pin_dir);
+	if (d->owner_fd >= 0 && bpf_map_lookup_elem(d->owner_fd, &key, &cur) == 0 &&
+	    owner_alive(&cur)) {
+		d->owner_pid = (pid_t)cur.pid;
+		return 0;
+	}
+	d->owner_pid = 0;
+	/* the owner exited: its links closed; take over, as a new evs-drops would */
+	return d->skel ? claim_and_attach(d) : 0;
 }
 
 struct evs_drops *evs_drops__open(const struct evs_drops_opts *opts)
 {
-	const char *pin_dir = opts && opts->pin_dir ? opts->pin_dir : EVS_DROPS_PIN_DIR;
+	const char *pin_dir = opts ? opts->pin_dir : NULL;
 	pid_t pid = opts ? opts->pid : 0;
 	int no_attach = opts ? opts->no_attach : 0;
 	struct evs_stapsdt_note note;
@@ -340,15 +625,15 @@ struct evs_drops *evs_drops__open(const struct evs_drops_opts *opts)
 		goto err_out;
 	}
 	d->map_fd = d->owner_fd = -1;
-	if (strlen(pin_dir) >= sizeof(d->pin_dir) - 32) {
-		err = fail(ENAMETOOLONG, "pin directory name too long");
-		goto err_free;
-	}
-	strcpy(d->pin_dir, pin_dir);
-	err = evs_drops__check_env(d->pin_dir);
+	d->target_pid = pid;
+	d->scope_given = opts && (opts->binary || opts->pid);
+	err = absolute_dir(pin_dir, d->pin_dir, sizeof(d->pin_dir) - 32);
+	if (!err)
+		err = evs_drops__check_env(d->pin_dir);
 	if (err)
 		goto err_free;
 	if (no_attach) {
+		d->scope_given = 0;
 		err = open_pinned(d);
 		if (err)
 			goto err_free;
@@ -382,7 +667,7 @@ struct evs_drops *evs_drops__open(const struct evs_drops_opts *opts)
 		err = fail(errno, "creating %s: %s", d->pin_dir, strerror(errno));
 		goto err_free;
 	}
-	err = load_and_attach(d, pid);
+	err = load_and_attach(d);
 	if (err)
 		goto err_free;
 	return d;
@@ -467,14 +752,16 @@ int evs_drops__lookup(const struct evs_drops *d, pid_t pid, unsigned int core,
 
 static void stop_owner(const char *pin_dir)
 {
-	char path[PATH_MAX + 32];
 	struct evs_drops_owner cur;
 	__u32 key = 0;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", pin_dir, EVS_DROPS_OWNER_MAP);
-	fd = bpf_obj_get(path);
-	if (fd < 0)
+	/* only a map of our layout names a pid to signal, or one of the
+	 * layout before (pid and start time, no binary: an owner started by
+	 * an older evs-drops is stopped too); another is removed unread */
+	memset(&cur, 0, sizeof(cur));
+	if ((check_pin(pin_dir, &pin_layouts[1], &fd) || fd < 0) &&
+	    (check_pin(pin_dir, &owner_layout_before, &fd) || fd < 0))
 		return;
 	if (bpf_map_lookup_elem(fd, &key, &cur) == 0 && cur.pid != (__u32)getpid() &&
 	    owner_alive(&cur)) {
@@ -491,20 +778,27 @@ static void stop_owner(const char *pin_dir)
 	close(fd);
 }
 
-int evs_drops__unpin(const char *pin_dir)
+int evs_drops__unpin(const char *dir)
 {
-	static const char *const pins[] = { EVS_DROPS_MAP, EVS_DROPS_OWNER_MAP };
-	char path[PATH_MAX + 32];
+	char pin_dir[PATH_MAX], path[PATH_MAX + 32];
 	struct stat st;
+	int err;
 
 	errbuf[0] = 0;
-	if (!pin_dir)
-		pin_dir = EVS_DROPS_PIN_DIR;
-	if (stat(pin_dir, &st))
+	err = absolute_dir(dir, pin_dir, sizeof(pin_dir));
+	if (err)
+		return err;
+	if (lstat(pin_dir, &st))
 		return errno == ENOENT ? 0 : fail(errno, "%s: %s", pin_dir, strerror(errno));
+	err = check_pin_dir(pin_dir);
+	if (err)
+		return err;
 	stop_owner(pin_dir);
-	for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", pin_dir, pins[i]);
+	for (size_t i = 0; i < sizeof(pin_layouts) / sizeof(pin_layouts[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, pin_layouts[i].name);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			return fail(EISDIR, "%s is a directory, not a pin of evs-drops: left in "
+				    "place (rmdir %s if it is not needed)", path, path);
 		if (unlink(path) && errno != ENOENT)
 			return fail(errno, "unpinning %s: %s", path, strerror(errno));
 	}

@@ -32,8 +32,20 @@ struct evs_drops_opts {
 struct evs_drops;
 
 struct evs_drops *evs_drops__open(const struct evs_drops_opts *opts);
-/* Detaches the probe if this handle attached it; the pins stay. */
+/* Detaches the probe if this handle attached it; the pins stay. A handle
+ * that reads another's maps reports that owner's binary and pid; asked
+ * for another binary or pid it fails with -EBUSY. Pins that are not of
+ * evs-drops' layout, and a pin directory that is a link or another user's,
+ * are refused by name before anything is read. */
 void evs_drops__free(struct evs_drops *d);
+/*
+ * Before each read of a handle that is not the owner: follows the owner,
+ * takes the probe over when the owner has exited (as a new evs_drops__open
+ * would; not in no_attach mode), and fails with -ESTALE when the pins are
+ * no longer its maps (evs_drops__unpin(), --detach): then counting into
+ * them would be seen by nobody.
+ */
+int evs_drops__refresh(struct evs_drops *d);
 /* 1: this handle holds the probe attached; 0: it reads another's maps. */
 int evs_drops__is_owner(const struct evs_drops *d);
 pid_t evs_drops__owner_pid(const struct evs_drops *d);

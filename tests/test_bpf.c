@@ -2,7 +2,8 @@
 /*
  * eBPF drop accounting: the USDT probes in libevstream.so, the BPF map they
  * feed (read with libbpf and with `bpftool -j map dump pinned`), the probe
- * semaphore, and evs-drops' pin/reuse/detach. Needs root and a kernel with
+ * semaphore, evs-drops' pin/reuse/detach/takeover, and what it refuses to
+ * find at the pin path. Needs root and a kernel with
  * BTF and uprobes; skips loudly otherwise. Pins go to a directory unique to
  * the test process, never to /sys/fs/bpf/evstream.
  */
@@ -12,6 +13,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <bpf/bpf.h>
 
 #include "helpers.h"
 #include "evstream-private/introspect.h"
@@ -70,7 +72,8 @@ static unsigned short drop_semaphore(void)
 /* the suite's pid, so main() can clean up after a test that failed midway */
 static pid_t suite_pid;
 static const char *const pin_tags[] = { "multi", "lag", "sema", "reuse", "tool", "err",
-					  "json\t\x01\xff" };
+					  "json\t\x01\xff", "layout", "dir", "real", "user",
+					  "owner", "rel", "scope", "takeover" };
 
 static const char *pin_dir(const char *tag)
 {
@@ -577,6 +580,346 @@ START_TEST(test_tool_json_escapes_control_and_non_utf8_bytes)
 }
 END_TEST
 
+
+/* Pin a hash or array map with these sizes at path, as another tool or an
+ * older evs-drops would have left it. Returns the map's fd. */
+static int plant_map(const char *path, enum bpf_map_type type, unsigned int key_size,
+		     unsigned int value_size, unsigned int entries)
+{
+	int fd = bpf_map_create(type, "planted", key_size, value_size, entries, NULL);
+
+	ck_assert_msg(fd >= 0, "bpf_map_create: %s", strerror(errno));
+	ck_assert_msg(bpf_obj_pin(fd, path) == 0, "pinning %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static int tool(const char *args, char *out, size_t len)
+{
+	char cmd[PATH_MAX + 512];
+
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", tool_path(), args);
+	return run(cmd, out, len);
+}
+
+/* A pinned map of another layout (evs_drop_val before no_memory: 88-byte
+ * values; an array map) is refused by path and sizes in every mode, not
+ * reused or reported as a failed skeleton; --detach removes it. */
+START_TEST(test_tool_refuses_a_pinned_map_of_another_layout_by_name)
+{
+	static const char *const modes[] = { "--once -i 0.05", "--once --json -i 0.05",
+					     "--background" };
+	const char *dir = pin_dir("layout");
+	char path[256], args[512], out[4096], want[512];
+	struct stat sb;
+	int fd;
+
+	NEED_BPF(dir);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/drops", dir);
+	fd = plant_map(path, BPF_MAP_TYPE_HASH, sizeof(struct evs_drop_key), 88,
+		       EVS_DROPS_MAX_ENTRIES);
+	snprintf(want, sizeof(want), "%s is a BPF map of type hash with 8-byte keys and 88-byte values", path);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		snprintf(args, sizeof(args), "%s -d %s", modes[i], dir);
+		ck_assert_msg(tool(args, out, sizeof(out)) != 0, "%s: %s", modes[i], out);
+		ck_assert_msg(strstr(out, want) && strstr(out, "--detach"), "%s: %s", modes[i], out);
+	}
+	ck_assert_uint_eq(drop_semaphore(), 0);
+	close(fd);
+
+	snprintf(args, sizeof(args), "--detach -d %s", dir);
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_int_ne(stat(dir, &sb), 0);
+
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	fd = plant_map(path, BPF_MAP_TYPE_ARRAY, 4, sizeof(struct evs_drop_val), 16);
+	snprintf(args, sizeof(args), "--once -i 0.05 -d %s", dir);
+	ck_assert_int_ne(tool(args, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s is a BPF map of type array with 4-byte keys", path);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	close(fd);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
+/* A directory where a map belongs, and a pin directory that is a symbolic
+ * link, are refused by name; the link's target gets no pins. */
+START_TEST(test_tool_refuses_a_directory_or_link_where_a_pin_belongs)
+{
+	char dir[256], path[300], real[256], args[512], out[4096], want[512];
+	struct stat sb;
+
+	snprintf(dir, sizeof(dir), "%s", pin_dir("dir")); /* pin_dir's buffer is reused */
+	NEED_BPF(dir);
+	snprintf(path, sizeof(path), "%s/drops", dir);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(args, sizeof(args), "--once -i 0.05 -d %s", dir);
+	ck_assert_int_ne(tool(args, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s is a directory, not a pinned map", path);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	ck_assert_int_eq(rmdir(path), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+
+	snprintf(real, sizeof(real), "%s", pin_dir("real"));
+	ck_assert_int_eq(mkdir(real, 0700), 0);
+	ck_assert_int_eq(symlink(real, dir), 0);
+	snprintf(args, sizeof(args), "--background -d %s", dir);
+	ck_assert_int_ne(tool(args, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s is a symbolic link", dir);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	snprintf(path, sizeof(path), "%s/drops", real);
+	ck_assert_int_ne(stat(path, &sb), 0);
+	ck_assert_int_eq(unlink(dir), 0);
+	ck_assert_int_eq(evs_drops__unpin(real), 0);
+}
+END_TEST
+
+/* /sys/fs/bpf is writable by everyone (mode 1777): a directory another user
+ * made at the pin path is theirs to swap pins in, so it is refused. */
+START_TEST(test_tool_refuses_a_pin_dir_another_user_owns)
+{
+	const char *dir = pin_dir("user");
+	char args[512], out[4096], want[512];
+
+	NEED_BPF(dir);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	ck_assert_int_eq(chown(dir, 65534, 65534), 0);
+	snprintf(args, sizeof(args), "--once -i 0.05 -d %s", dir);
+	ck_assert_int_ne(tool(args, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s belongs to uid 65534", dir);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+static unsigned long long start_time_of(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	ck_assert(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	ck_assert(p);
+	t = strtoull(p + 1, NULL, 10);
+	return t;
+}
+
+/* --detach reads the owner map for a pid to signal: one of another layout
+ * is not read (its first bytes name a live process here), only removed. */
+START_TEST(test_detach_signals_no_pid_from_an_owner_map_of_another_layout)
+{
+	const char *dir = pin_dir("owner");
+	char path[256], args[512], out[8192];
+	unsigned char value[8192] = { 0 };
+	unsigned long long start;
+	__u32 key = 0, pid32;
+	int fd, status;
+	pid_t child;
+
+	NEED_BPF(dir);
+	child = fork();
+	ck_assert(child >= 0);
+	if (child == 0) {
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	usleep(100 * 1000);   /* exec'd: its start time is final */
+	start = start_time_of(child);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/drops_owner", dir);
+	fd = plant_map(path, BPF_MAP_TYPE_HASH, 4, sizeof(value), 1);
+	pid32 = (__u32)child;
+	memcpy(value, &pid32, 4);
+	memcpy(value + 8, &start, 8);
+	ck_assert_int_eq(bpf_map_update_elem(fd, &key, value, BPF_ANY), 0);
+	close(fd);
+	snprintf(args, sizeof(args), "--detach -d %s", dir);
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(waitpid(child, &status, WNOHANG) == 0,
+		      "--detach signalled pid %d, read from a map of another layout", (int)child);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
+/* An owner that an evs-drops of the layout before (pid and start time,
+ * 16 bytes, no binary) started is still stopped by --detach. */
+START_TEST(test_detach_stops_an_owner_recorded_in_the_layout_before)
+{
+	const char *dir = pin_dir("owner");
+	char path[256], args[512], out[4096];
+	struct { __u32 pid, pad; unsigned long long start; } before = { 0 };
+	__u32 key = 0;
+	int fd, status;
+	pid_t child;
+
+	NEED_BPF(dir);
+	child = fork();
+	ck_assert(child >= 0);
+	if (child == 0) {
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	usleep(100 * 1000);
+	before.pid = (__u32)child;
+	before.start = start_time_of(child);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/drops_owner", dir);
+	fd = plant_map(path, BPF_MAP_TYPE_HASH, 4, sizeof(before), 1);
+	ck_assert_int_eq(bpf_map_update_elem(fd, &key, &before, BPF_ANY), 0);
+	close(fd);
+	snprintf(args, sizeof(args), "--detach -d %s", dir);
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+}
+END_TEST
+
+/* An entry of our layout naming pid -1 (to kill(): every process) with
+ * start time 0 (what an unreadable /proc/<pid>/stat gave) is no live
+ * owner: evs-drops attaches itself. Only --once is run on it: --detach
+ * would signal that pid. */
+START_TEST(test_owner_entry_of_pid_minus_one_is_no_live_owner)
+{
+	const char *dir = pin_dir("owner");
+	struct evs_drops_owner planted = { .pid = (__u32)-1 };
+	char path[256], args[512], out[4096];
+	__u32 key = 0;
+	int fd;
+
+	NEED_BPF(dir);
+	snprintf(path, sizeof(path), "%s/drops_owner", dir);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	fd = plant_map(path, BPF_MAP_TYPE_HASH, 4, sizeof(planted), 1);
+	ck_assert_int_eq(bpf_map_update_elem(fd, &key, &planted, BPF_ANY), 0);
+	close(fd);
+	snprintf(args, sizeof(args), "--once -i 0.05 -d %s", dir);
+	int rc = tool(args, out, sizeof(out));
+	/* gone before any check can fail: the cleanup's unpin must never see it */
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_msg(rc == 0, "%s", out);
+	ck_assert_msg(strstr(out, "counted by this process"), "%s", out);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
+/* --pin-dir relative to the caller's directory means the same directory to
+ * the background owner (which leaves for /) and to --detach. */
+START_TEST(test_tool_relative_pin_dir_is_the_callers)
+{
+	const char *dir = pin_dir("rel");
+	const char *rel = dir + strlen("/sys/fs/bpf/");
+	char cmd[PATH_MAX + 512], out[4096];
+	struct stat sb;
+
+	NEED_BPF(dir);
+	snprintf(cmd, sizeof(cmd), "cd /sys/fs/bpf && %s --background --binary %s -d %s 2>&1",
+		 tool_path(), this_lib()->path, rel);
+	ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, dir), "%s", out);
+	ck_assert_uint_eq(drop_semaphore(), 1);
+	snprintf(cmd, sizeof(cmd), "cd /sys/fs/bpf && %s --once -i 0.05 -d %s 2>&1", tool_path(), rel);
+	ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "counted by evs-drops pid"), "%s", out);
+	snprintf(cmd, sizeof(cmd), "cd /sys/fs/bpf && %s --detach -d %s 2>&1", tool_path(), rel);
+	ck_assert_msg(run(cmd, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_int_ne(stat(dir, &sb), 0);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+}
+END_TEST
+
+/* A reader counts nothing itself: it says which library the owner counts,
+ * and refuses to stand for another one asked with --binary. */
+START_TEST(test_reader_reports_and_keeps_to_the_owners_library)
+{
+	const char *dir = pin_dir("scope");
+	char copy[128], args[PATH_MAX + 256], out[4096], want[PATH_MAX + 64], cmd[PATH_MAX + 256];
+	struct evs_drops_opts o = { .sz = sizeof(o), .pin_dir = dir };
+	struct evs_drops *d;
+
+	NEED_BPF(dir);
+	snprintf(copy, sizeof(copy), "/tmp/evs-test-lib-%d.so", (int)getpid());
+	snprintf(cmd, sizeof(cmd), "cp %s %s", this_lib()->path, copy);
+	ck_assert_int_eq(system(cmd), 0);
+	o.binary = copy;
+	d = evs_drops__open(&o);
+	ck_assert_msg(d, "%s", evs_drops__errmsg());
+	ck_assert(evs_drops__is_owner(d));
+
+	snprintf(args, sizeof(args), "--once --json -i 0.05 -d %s", dir);
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	snprintf(want, sizeof(want), "\"binary\":\"%s\",", copy);
+	ck_assert_msg(strstr(out, want), "%s", out);
+
+	snprintf(args, sizeof(args), "--once -i 0.05 -d %s --binary %s", dir, this_lib()->path);
+	ck_assert_msg(tool(args, out, sizeof(out)) != 0, "%s", out);
+	ck_assert_msg(strstr(out, copy) && strstr(out, this_lib()->path), "%s", out);
+	evs_drops__free(d);
+	unlink(copy);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
+/* A reader that outlives the owner takes the probe over (counting goes on),
+ * unless the pins went away (--detach): then it stops and attaches nothing. */
+START_TEST(test_reader_takes_over_when_the_owner_exits)
+{
+	const char *dir = pin_dir("takeover");
+	char cmd[PATH_MAX + 256], line[4096], want[64];
+	struct evs_drops *d;
+	FILE *f;
+	int reader_owned = 0;
+
+	NEED_BPF(dir);
+	d = attach(dir);
+	snprintf(cmd, sizeof(cmd), "%s --json -i 0.1 -n 8 -d %s", tool_path(), dir);
+	f = popen(cmd, "r");
+	ck_assert(f);
+	ck_assert(fgets(line, sizeof(line), f));
+	snprintf(want, sizeof(want), "\"owner_pid\":%d,", (int)getpid());
+	ck_assert_msg(strstr(line, want), "%s", line);
+	evs_drops__free(d);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+	for (int i = 0; i < 4 && fgets(line, sizeof(line), f); i++)
+		if (!strstr(line, want) && !strstr(line, "\"owner_pid\":0,"))
+			reader_owned = 1;
+	ck_assert_msg(reader_owned, "the reader never took over: %s", line);
+	ck_assert_uint_eq(drop_semaphore(), 1);
+	while (fgets(line, sizeof(line), f))
+		;
+	ck_assert_int_eq(pclose(f), 0);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+
+	/* pins removed under a reader: it says so and does not attach */
+	d = attach(dir);
+	snprintf(cmd, sizeof(cmd), "%s -i 0.1 -n 20 -d %s 2>&1", tool_path(), dir);
+	f = popen(cmd, "r");
+	ck_assert(f);
+	ck_assert(fgets(line, sizeof(line), f));
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+	evs_drops__free(d);
+	usleep(300 * 1000);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+	int removed = 0;
+	while (fgets(line, sizeof(line), f))
+		removed |= strstr(line, "were removed") != NULL;
+	ck_assert_int_ne(pclose(f), 0);
+	ck_assert(removed);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+}
+END_TEST
+
 static Suite *bpf_suite(void)
 {
 	Suite *s = suite_create("bpf");
@@ -592,6 +935,15 @@ static Suite *bpf_suite(void)
 	tcase_add_test(tc, test_tool_background_then_detach_leaves_nothing_pinned);
 	tcase_add_test(tc, test_tool_errors_say_what_to_do);
 	tcase_add_test(tc, test_tool_json_escapes_control_and_non_utf8_bytes);
+	tcase_add_test(tc, test_tool_refuses_a_pinned_map_of_another_layout_by_name);
+	tcase_add_test(tc, test_tool_refuses_a_directory_or_link_where_a_pin_belongs);
+	tcase_add_test(tc, test_tool_refuses_a_pin_dir_another_user_owns);
+	tcase_add_test(tc, test_detach_signals_no_pid_from_an_owner_map_of_another_layout);
+	tcase_add_test(tc, test_detach_stops_an_owner_recorded_in_the_layout_before);
+	tcase_add_test(tc, test_owner_entry_of_pid_minus_one_is_no_live_owner);
+	tcase_add_test(tc, test_tool_relative_pin_dir_is_the_callers);
+	tcase_add_test(tc, test_reader_reports_and_keeps_to_the_owners_library);
+	tcase_add_test(tc, test_reader_takes_over_when_the_owner_exits);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -255,7 +255,7 @@ static void sleep_s(double s)
 static int run_background(const struct evs_drops_opts *o)
 {
 	int pfd[2], status;
-	char msg[1100];
+	char msg[2200];
 	ssize_t n;
 	pid_t pid;
 
@@ -270,10 +270,11 @@ static int run_background(const struct evs_drops_opts *o)
 
 		close(pfd[0]);
 		setsid();
+		/* opened here: a relative --pin-dir is the caller's */
+		d = evs_drops__open(o);
 		/* a daemon must not keep the caller's directory busy */
 		if (chdir("/"))
 			_exit(1);
-		d = evs_drops__open(o);
 		if (!d) {
 			snprintf(msg, sizeof(msg), "E%s", evs_drops__errmsg());
 		} else if (!evs_drops__is_owner(d)) {
@@ -283,7 +284,7 @@ static int run_background(const struct evs_drops_opts *o)
 			snprintf(msg, sizeof(msg), "Kcounting drops of %s in the background "
 				 "(pid %d), maps in %s; `evs-drops --detach%s%s` stops it",
 				 evs_drops__binary(d), (int)getpid(), evs_drops__pin_dir(d),
-				 o->pin_dir ? " --pin-dir " : "", o->pin_dir ? o->pin_dir : "");
+				 o->pin_dir ? " --pin-dir " : "", o->pin_dir ? evs_drops__pin_dir(d) : "");
 		}
 		if (write(pfd[1], msg, strlen(msg)) < 0)
 			_exit(1);
@@ -404,11 +405,22 @@ int main(int argc, char **argv)
 	if (!json && !evs_drops__is_owner(d))
 		fprintf(stderr, "evs-drops: evs-drops pid %d already counts into %s: reading its maps\n",
 			(int)evs_drops__owner_pid(d), evs_drops__pin_dir(d));
-	err = snap_take(d, &prev);
+	if ((err = snap_take(d, &prev)))
+		fprintf(stderr, "evs-drops: reading the map: %s\n", strerror(-err));
 	for (long i = 0; !err && !stop && (!count || i < count); i++) {
+		int was_owner = evs_drops__is_owner(d);
+
 		sleep_s(interval);
-		if ((err = snap_take(d, &cur)))
+		if ((err = evs_drops__refresh(d))) {
+			fprintf(stderr, "evs-drops: %s\n", evs_drops__errmsg());
 			break;
+		}
+		if (!was_owner && evs_drops__is_owner(d) && !json)
+			fprintf(stderr, "evs-drops: the owner exited; this process counts now\n");
+		if ((err = snap_take(d, &cur))) {
+			fprintf(stderr, "evs-drops: reading the map: %s\n", strerror(-err));
+			break;
+		}
 		if (json)
 			print_json(d, &cur, &prev);
 		else
@@ -417,8 +429,6 @@ int main(int argc, char **argv)
 		prev = cur;
 		cur = t;
 	}
-	if (err)
-		fprintf(stderr, "evs-drops: reading the map: %s\n", strerror(-err));
 	if (evs_drops__is_owner(d) && !json && !count)
 		fprintf(stderr, "evs-drops: probe detached; counts stay pinned in %s "
 			"(evs-drops --detach removes them)\n", evs_drops__pin_dir(d));
