@@ -3,7 +3,8 @@
 # flags given to make add to the optimisation rather than replace it; the
 # shared object has soname libevstream.so.1 and exports only the API;
 # `make install` lays out headers, libraries and evstream.pc so that a
-# program builds against the installed tree with pkg-config alone.
+# program, in C or in C++, builds against the installed tree with
+# pkg-config alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d /tmp/evs-build-XXXXXX)
@@ -91,3 +92,58 @@ gcc -Wall -Werror "$tmp/app.c" -o "$tmp/app-static" $(pkg-config --cflags evstre
   "$tmp/root/opt/evstream/lib/libevstream.a" -lpthread
 out=$(EVSTREAM_HUGEPAGES=off "$tmp/app-static") && grep -q 'app ok' <<<"$out" || fail "static link"
 echo "ok: a program builds and runs against the installed tree (shared and static)"
+
+# runtimes are often C++: every installed header compiles as C++ with
+# -Wall -Wextra -Werror under both compilers, EVS_OPTS included, and a
+# program using the native and the debug-stream API runs
+cat >"$tmp/app.cpp" <<'CXX'
+#include <evstream/evstream.h>
+#include <evstream/tensor.h>
+#include <nrt/ndebug_stream.h>
+#include <nrt/nrt_status.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+int main()
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 1u << 20, .hugepages = EVS_HUGEPAGES_OFF);
+	evs_producer *p = evs_producer__new(nullptr, 1, &o);
+	int fd = -1;
+	NRT_STATUS s = nrt_debug_client_connect(0, &fd);
+	uint64_t shape[2] = { 2, 3 };
+	float d[6] = { 1, 2, 3, 4, 5, 6 };
+	evs_tensor t{};
+	t.prefix = "layer0";
+	t.pipe = 1;
+	t.dtype = "float32";
+	t.ndim = 2;
+	t.shape = shape;
+	t.data = d;
+	int r = evs_producer__emit_tensor(p, 0, &t);
+	ndebug_stream_event_header_t h;
+	void *payload = nullptr;
+	NRT_STATUS rs = nrt_debug_client_read_one_event(fd, &h, &payload);
+	evs_tensor_info info;
+	bool ok = p && s == NRT_SUCCESS && r == 0 && rs == NRT_SUCCESS &&
+		  evs_tensor_parse(payload, h.data_size, &info) == 0 &&
+		  !std::strcmp(info.prefix, "layer0") && info.numel == 6 &&
+		  !std::memcmp(info.data, d, sizeof(d));
+	std::free(payload);
+	nrt_debug_client_connect_close(fd);
+	evs_producer__free(p);
+	std::puts(ok ? "c++ app ok" : "c++ app failed");
+	return !ok;
+}
+CXX
+for cxx in g++ clang++; do
+  command -v $cxx >/dev/null || fail "$cxx not installed"
+  for std in c++17 c++20; do
+    # shellcheck disable=SC2046
+    $cxx -std=$std -Wall -Wextra -Werror "$tmp/app.cpp" -o "$tmp/app-cxx" \
+      $(pkg-config --cflags --libs evstream) -Wl,-rpath,"$tmp/root/opt/evstream/lib" ||
+      fail "$cxx -std=$std: a C++ program does not build against the installed headers"
+    out=$(EVSTREAM_HUGEPAGES=off "$tmp/app-cxx") && grep -q 'c++ app ok' <<<"$out" ||
+      fail "$cxx -std=$std: the C++ program failed: $out"
+  done
+done
+echo "ok: a C++ program (g++ and clang++, C++17 and C++20, -Wall -Wextra -Werror, EVS_OPTS) builds and runs against the installed tree"

@@ -69,11 +69,25 @@ enum evs_hugepages {
  * them with EVS_OPTS(), which zero-fills and sets sz, so that a program built
  * against an older header keeps working with a newer library.
  */
+#ifndef __cplusplus
 #define EVS_OPTS(TYPE, NAME, ...)                                    \
 	struct TYPE NAME = ({                                        \
 		memset(&NAME, 0, sizeof(struct TYPE));               \
 		(struct TYPE){ .sz = sizeof(struct TYPE), __VA_ARGS__ }; \
 	})
+#else
+/* C++ (g++ and clang++, C++17 on; fields in declaration order, as C++20
+ * asks): aggregate initialisation zeroes the fields not named, which
+ * -Wextra would otherwise report for every option left out. */
+#define EVS_OPTS(TYPE, NAME, ...)                                               \
+	struct TYPE NAME = ({                                                   \
+		_Pragma("GCC diagnostic push")                                  \
+		_Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"") \
+		struct TYPE evs_opts_ = { .sz = sizeof(struct TYPE), __VA_ARGS__ }; \
+		_Pragma("GCC diagnostic pop")                                   \
+		evs_opts_;                                                      \
+	})
+#endif
 
 struct evs_producer_opts {
 	size_t sz;
