@@ -4,7 +4,11 @@
 Two evs-dump directories (docs/dump.md: index.jsonl and c<core>/<seq>.npy)
 are walked together: on each core, the k-th tensor with a given prefix in
 A is compared with the k-th tensor with that prefix in B (so events of
-other cores, prints and interleaving do not matter). Values are compared
+other cores, prints and interleaving do not matter). When the two indexes
+agree on the kind and prefix of every sequence number both hold (two runs
+of the same program), tensors are matched by sequence number instead: an
+event one run lost (a gap in its index) is then named as lost, and does
+not shift the pairing of every later tensor with its prefix. Values are compared
 as float64 (bfloat16 files hold bits: the index's dtype says so); dtypes
 NumPy does not know (``|Vn``) must be equal byte for byte.
 
@@ -18,6 +22,7 @@ or index line that cannot be read, a missing file, a file that is not a
 differ: each named).
 """
 import argparse
+import bisect
 import json
 import math
 import os
@@ -40,8 +45,38 @@ class Tensor:
         return "core %d seq %d %r" % (self.core, self.seq, self.prefix)
 
 
+class Index:
+    """A dump's index: its tensors by core in index order, and per core
+    what every line says (seq -> (kind, prefix)), its gaps and last seq."""
+
+    def __init__(self, d):
+        self.dir = d
+        self.tensors = {}
+        self.events = {}
+        self.gaps = {}
+        self.last = {}
+        self.repeated_seq = set()   # cores where a seq is indexed twice
+
+    def gap_before(self, core, seq):
+        """(seq of the line after the gap, events lost) of the gap that
+        holds seq, or None."""
+        gaps = self.gaps.get(core)
+        if not gaps:
+            return None
+        gaps.sort()     # a bisection: a run that drops much has many gaps
+        i = bisect.bisect_right(gaps, (seq, math.inf))
+        if i < len(gaps) and gaps[i][0] - gaps[i][1] <= seq:
+            return gaps[i]
+        return None
+
+    def lost(self, core, upto=None):
+        """Events lost on core (before seq upto), and the gaps' lines."""
+        gs = [(after, n) for after, n in self.gaps.get(core, ()) if upto is None or after <= upto]
+        return sum(n for _, n in gs), [after for after, _ in gs]
+
+
 def read_index(d):
-    """Tensor lines of a dump, by core, in index order."""
+    """A dump's Index (tensors by core, in index order)."""
     path = os.path.join(d, "index.jsonl")
     if not os.path.isdir(d):
         raise BadInput("%s: no such directory" % d)
@@ -51,7 +86,7 @@ def read_index(d):
     except OSError as e:
         raise BadInput("%s: cannot read the index (%s): not an evs-dump directory?"
                        % (path, e.strerror)) from None
-    by_core = {}
+    index = Index(d)
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -66,7 +101,10 @@ def read_index(d):
             if not isinstance(j, dict):
                 raise TypeError("a JSON %s, not an object" % (
                     "array" if isinstance(j, list) else type(j).__name__))
-            if j.get("kind") != "tensor":
+            kind = j.get("kind")
+            if kind != "tensor":
+                if isinstance(j.get("core"), int) and isinstance(j.get("seq"), int):
+                    note(index, j["core"], j["seq"], j.get("gap"), kind, j.get("prefix"))
                 continue
             t = Tensor()
             t.dump = d
@@ -81,17 +119,68 @@ def read_index(d):
                     raise TypeError("%s %r is not a string" % (what, v))
         except (ValueError, KeyError, TypeError) as e:
             raise BadInput("%s line %d: not an index line (%s)" % (path, n, e)) from None
-        by_core.setdefault(t.core, []).append(t)
-    return by_core
+        index.tensors.setdefault(t.core, []).append(t)
+        note(index, t.core, t.seq, j.get("gap"), "tensor", t.prefix)
+    return index
+
+
+def note(index, core, seq, gap, kind, prefix):
+    """What a line of core says about seq, for matching by seq."""
+    events = index.events.setdefault(core, {})
+    if seq in events:
+        index.repeated_seq.add(core)
+    events[seq] = (kind, prefix)
+    if isinstance(gap, int) and gap > 0:
+        index.gaps.setdefault(core, []).append((seq, gap))
+    index.last[core] = max(seq, index.last.get(core, seq))
+
+
+def why_missing(index, side, core, seq):
+    """Why the dump on side has no event seq on core, as words."""
+    g = index.gap_before(core, seq)
+    if g is not None:
+        return "%s lost it (its index has a gap of %d event%s before seq %d)" % (
+            side, g[1], "s" if g[1] > 1 else "", g[0])
+    last = index.last.get(core)
+    if last is None:
+        return "%s has no events on core %d" % (side, core)
+    if seq > last:
+        return "%s ends before it (its last event on core %d is seq %d)" % (side, core, last)
+    return "%s has no event of that seq" % side
+
+
+def by_seq(a, b, core):
+    """Whether a's and b's lines of core tell the same events apart by seq:
+    every seq both hold has the same kind and prefix, and none is repeated."""
+    ea, eb = a.events.get(core, {}), b.events.get(core, {})
+    if core in a.repeated_seq or core in b.repeated_seq:
+        return False
+    common = ea.keys() & eb.keys()
+    return bool(common) and all(ea[s] == eb[s] for s in common)
 
 
 def pair_up(a, b, cores):
-    """[(ta, tb)] matched by core, prefix and occurrence; raise on leftovers."""
-    pairs, only = [], []
-    for core in sorted(set(a) | set(b)):
+    """([(ta, tb)], unmatched): tensors matched by core and seq where the
+    indexes agree on the events' seqs (by_seq), else by core, prefix and
+    occurrence. unmatched are the tensors of one dump that the other lost
+    or never had, each with the reason, when matched by seq; a tensor left
+    over by occurrence raises (every later one of its prefix may be off)."""
+    pairs, unmatched, only = [], [], []
+    for core in sorted(set(a.tensors) | set(b.tensors)):
         if cores is not None and core not in cores:
             continue
-        la, lb = a.get(core, []), b.get(core, [])
+        la, lb = a.tensors.get(core, []), b.tensors.get(core, [])
+        if by_seq(a, b, core):
+            ib = {t.seq: t for t in lb}
+            for t in la:
+                u = ib.pop(t.seq, None)
+                if u is None:
+                    unmatched.append((t, "only in A: " + why_missing(b, "B", core, t.seq)))
+                else:
+                    pairs.append((t, u))
+            unmatched.extend((t, "only in B: " + why_missing(a, "A", core, t.seq))
+                             for t in ib.values())
+            continue
         # occurrences are counted per side: A and B may be the same path
         for side in (la, lb):
             seen = {}
@@ -108,10 +197,17 @@ def pair_up(a, b, cores):
         only.extend(("B", t) for t in lb if (t.prefix, t.nth) in ib)
     if only:
         side, t = only[0]
+        lost = ["%s lost %d events on core %d (gaps in its index before seq %s)"
+                % (name, n, t.core, ", ".join(map(str, after[:3])) + (", ..." if len(after) > 3
+                                                                     else ""))
+                for name, d in (("A", a), ("B", b)) for n, after in [d.lost(t.core)] if n]
         raise BadInput("the dumps do not line up: %d tensors are in one dump only; the first: %s "
-                       "(occurrence %d of its prefix) is only in %s"
-                       % (len(only), t.label(), t.nth + 1, side))
-    return pairs
+                       "(occurrence %d of its prefix) is only in %s%s"
+                       % (len(only), t.label(), t.nth + 1, side,
+                          "; %s: tensors are matched by order of their prefix, which a lost "
+                          "one shifts" % " and ".join(lost) if lost else ""))
+    unmatched.sort(key=lambda u: (u[0].core, u[0].seq))
+    return pairs, unmatched
 
 
 def load(t):
@@ -231,12 +327,20 @@ def fmt(v):
     return "%.4g" % v
 
 
-def print_first(r, out):
+def print_first(r, out, a, b):
     print("first divergence: %s (A) / seq %d (B), %s vs %s, shape %s"
           % (r.a.label(), r.b.seq, r.a.dtype, r.b.dtype, r.a.shape), file=out)
     print("  max abs err %s at index %s (A %s, B %s); max rel err %s; pcc %s"
           % (fmt(r.max_abs), r.worst, fmt(r.va), fmt(r.vb), fmt(r.max_rel), fmt(r.pcc)),
           file=out, flush=True)
+    if not by_seq(a, b, r.a.core):
+        # matched by order: a tensor lost before this pair shifts it
+        for name, d, t in (("A", a, r.a), ("B", b, r.b)):
+            n, _ = d.lost(t.core, t.seq)
+            if n:
+                print("  note: %s lost %d events on core %d before seq %d (gaps in its index): "
+                      "if one was a %r, these two are not the same event"
+                      % (name, n, t.core, t.seq, t.prefix), file=out, flush=True)
 
 
 class Progress:
@@ -315,10 +419,13 @@ def main(argv=None):
     results, first = [], None
     try:
         a, b = read_index(args.dump_a), read_index(args.dump_b)
-        pairs = pair_up(a, b, cores)
+        pairs, unmatched = pair_up(a, b, cores)
         if not pairs:
             raise BadInput("no tensors to compare in %s and %s%s" % (
-                args.dump_a, args.dump_b, " on cores %s" % args.cores if cores else ""))
+                args.dump_a, args.dump_b, " on cores %s" % args.cores if cores else "")
+                + (" that are in both: %d are in one only; the first: %s is %s"
+                   % (len(unmatched), unmatched[0][0].label(), unmatched[0][1])
+                   if unmatched else ""))
         ncores = sorted({ta.core for ta, _ in pairs})
         print("compare: %d tensor pairs on cores %s (A %s, B %s; %s)"
               % (len(pairs), ",".join(map(str, ncores)), args.dump_a, args.dump_b,
@@ -331,7 +438,7 @@ def main(argv=None):
                 first = r
                 # shown now: on a long compare it is what the user waits for
                 progress.clear()
-                print_first(r, out)
+                print_first(r, out, a, b)
     except BadInput as e:
         progress.clear()
         print("compare: %s" % e, file=sys.stderr)
@@ -357,6 +464,19 @@ def main(argv=None):
             core, len(rs), sum(r.diverges for r in rs), fmt(max(r.max_abs for r in rs)),
             fmt(max(r.max_rel for r in rs)), fmt(min(r.pcc for r in rs))), file=out)
     n = sum(r.diverges for r in results)
-    print("compare: %s" % ("%d of %d tensors diverge" % (n, len(results)) if n
-                           else "all %d tensors match" % len(results)), file=out)
+    print("compare: %s%s" % ("%d of %d tensors diverge" % (n, len(results)) if n
+                             else "all %d tensors match" % len(results),
+                             "; %d more are in one dump only" % len(unmatched) if unmatched
+                             else ""), file=out)
+    if unmatched:
+        # the others were compared (matched by seq, which a lost event does
+        # not shift), but the dumps do not hold the same tensors
+        t, why = unmatched[0]
+        print("compare: the dumps do not line up: %d tensors are in one dump only; the first: %s "
+              "is %s" % (len(unmatched), t.label(), why), file=sys.stderr)
+        for t, why in unmatched[1:args.show]:
+            print("  %s is %s" % (t.label(), why), file=sys.stderr)
+        if len(unmatched) > args.show:
+            print("  ... %d more (--show N)" % (len(unmatched) - args.show), file=sys.stderr)
+        return EXIT_BAD
     return EXIT_DIVERGE if n else EXIT_OK

@@ -111,6 +111,82 @@ def test_nan_and_inf(tmp_path):
     assert rc == 1 and "max abs err inf at index (0,)" in out
 
 
+def write_run(d, steps=6, lost=(), leading_prints=0, change=None):
+    """A dump as evs-dump writes one of a run that emits tensors 'h' and
+    'out' per step on core 0, after leading_prints prints: the events whose
+    seq is in lost are missing and counted in the next line's gap; change
+    maps a seq to a function of its array."""
+    d.mkdir()
+    (d / "c0").mkdir()
+    last = -1
+    with open(d / "index.jsonl", "w") as idx:
+        def line(seq, **fields):
+            nonlocal last
+            idx.write(json.dumps({"seq": seq, "core": 0, "ts_ns": 0, "gap": seq - last - 1,
+                                  "pipe": 1, **fields}) + "\n")
+            last = seq
+        for seq in range(leading_prints):
+            line(seq, kind="print", dtype=None, shape=None, bytes=0, file=None, prefix="hello")
+        for i in range(2 * steps):
+            seq = leading_prints + i
+            if seq in lost:
+                continue
+            a = np.full(3, 10 * (i // 2) + i % 2, np.float32)
+            if change and seq in change:
+                a = change[seq](a)
+            rel = "c0/%012d.npy" % seq
+            np.save(d / rel, a)
+            line(seq, kind="tensor", dtype="float32", npy_dtype="<f4", shape=[3], bytes=12,
+                 file=rel, prefix="out" if i % 2 else "h")
+
+
+def test_an_event_lost_in_one_run_is_named_and_shifts_nothing(tmp_path):
+    # A lost step 2's 'h' (seq 4): the later 'h's of A still meet their own
+    # step in B (matched by seq), and what was lost is named as lost
+    write_run(tmp_path / "gold")
+    write_run(tmp_path / "a", lost={4})
+    rc, out, err = compare(tmp_path / "a", tmp_path / "gold")
+    assert rc == 2, out + err
+    assert "first divergence" not in out and "all 11 tensors match; 1 more are in one dump" in out
+    assert "the first: core 0 seq 4 'h' is only in B: A lost it (its index has a gap of 1 event " \
+        "before seq 5)" in err, err
+    # a real divergence after the gap is found, on the right pair
+    write_run(tmp_path / "a2", lost={4}, change={8: lambda a: a + 0.5})
+    rc, out, err = compare(tmp_path / "a2", tmp_path / "gold")
+    assert rc == 2 and "first divergence: core 0 seq 8 'h' (A) / seq 8 (B)" in out, out + err
+    assert "1 of 11 tensors diverge" in out
+
+
+def test_events_lost_in_both_runs_are_not_a_divergence(tmp_path):
+    # as many 'h's on both sides, but not the same ones: by order of the
+    # prefix, A's step 3 would meet B's step 2
+    write_run(tmp_path / "a", lost={4})
+    write_run(tmp_path / "b", lost={10})
+    rc, out, err = compare(tmp_path / "a", tmp_path / "b")
+    assert rc == 2 and "first divergence" not in out, out + err
+    assert "all 10 tensors match; 2 more are in one dump only" in out
+    assert "core 0 seq 4 'h' is only in B: A lost it" in err
+    assert "core 0 seq 10 'h' is only in A: B lost it" in err
+
+
+def test_a_golden_run_of_another_runtime_says_what_was_lost(tmp_path):
+    # the golden run's seqs differ (a print first), so tensors are matched
+    # by order of their prefix: a lost one is said, and so is what it does
+    write_run(tmp_path / "gold", leading_prints=1)
+    write_run(tmp_path / "a", lost={4})
+    rc, out, err = compare(tmp_path / "a", tmp_path / "gold")
+    assert rc == 2 and "do not line up" in err, out + err
+    assert "A lost 1 events on core 0 (gaps in its index before seq 5)" in err, err
+    # as many tensors on both sides, but not the same ones: the divergence
+    # found says the pairing may be off
+    write_run(tmp_path / "a3", lost={4, 8})
+    write_run(tmp_path / "b3", lost={7, 11}, leading_prints=1)
+    rc, out, err = compare(tmp_path / "a3", tmp_path / "b3")
+    assert rc == 1 and "first divergence: core 0 seq 6 'h' (A) / seq 5 (B)" in out, out + err
+    assert "note: A lost 1 events on core 0 before seq 6 (gaps in its index): if one was a " \
+        "'h', these two are not the same event" in out, out
+
+
 def test_the_first_divergence_is_shown_before_the_rest_is_read(tmp_path):
     b = model()
     b[0] = (0, "embed", "float32", b[0][3] + 0.25)
