@@ -10,7 +10,8 @@ of the same program), tensors are matched by sequence number instead: an
 event one run lost (a gap in its index) is then named as lost, and does
 not shift the pairing of every later tensor with its prefix. Values are compared
 as float64 (bfloat16 files hold bits: the index's dtype says so); dtypes
-NumPy does not know (``|Vn``) must be equal byte for byte.
+NumPy does not know (``|Vn``) must be equal byte for byte. Files are read
+a slice at a time, .npy files and a --raw dump's core<N>.evsraw alike.
 
 A tensor diverges when it is not allclose(A, B, rtol, atol) (|A - B| <=
 atol + rtol * |B|, NaN equal to NaN), or when --pcc is given and its
@@ -39,7 +40,8 @@ class BadInput(Exception):
 
 
 class Tensor:
-    __slots__ = ("dump", "core", "seq", "prefix", "dtype", "shape", "file", "nth")
+    __slots__ = ("dump", "core", "seq", "prefix", "dtype", "shape", "file", "nth",
+                 "offset", "npy_dtype", "nbytes")
 
     def label(self):
         return "core %d seq %d %r" % (self.core, self.seq, self.prefix)
@@ -114,6 +116,10 @@ def read_index(d):
             t.dtype = j["dtype"]
             t.shape = tuple(int(x) for x in j["shape"])
             t.file = j.get("file")
+            # a --raw dump's tensors are records in core<N>.evsraw, at offset
+            t.offset = j.get("offset")
+            t.npy_dtype = j.get("npy_dtype")
+            t.nbytes = j.get("bytes")
             for what, v in (("prefix", t.prefix), ("dtype", t.dtype), ("file", t.file)):
                 if not isinstance(v, str) and not (what == "file" and v is None):
                     raise TypeError("%s %r is not a string" % (what, v))
@@ -210,8 +216,42 @@ def pair_up(a, b, cores):
     return pairs, unmatched
 
 
+# elements compared at a time: files are read in slices of this many, so
+# that a tensor of any size costs a few MiB of float64 temporaries
+CHUNK = 1 << 18
+
+RAW_MAGIC = b"EVSRAW01"
+RAW_HEADER = 64         # struct evs_event_header, before each record's payload
+RAW_PAYLOAD = 1024      # the reference payload before the tensor's bytes
+
+
+class Data:
+    """A tensor's elements in a file, read a slice at a time (C order)."""
+
+    def __init__(self, t, path, f, dtype, shape, offset):
+        self.t, self.path, self.f = t, path, f
+        self.dtype, self.shape, self.offset = dtype, shape, offset
+        self.size = math.prod(shape)
+
+    def read(self, start, count):
+        import numpy as np
+        self.f.seek(self.offset + start * self.dtype.itemsize)
+        try:
+            a = np.fromfile(self.f, self.dtype, count)
+        except OSError as e:
+            raise BadInput("%s: %s: cannot read %s: %s" % (self.t.dump, self.t.label(), self.path,
+                                                           e)) from None
+        if a.size != count:     # the file shrank since it was opened
+            raise BadInput("%s: %s: %s ends within the tensor" % (self.t.dump, self.t.label(),
+                                                                  self.path))
+        return a
+
+    def close(self):
+        self.f.close()
+
+
 def load(t):
-    import numpy as np
+    """The tensor's Data, its header and size checked; nothing is read yet."""
     if t.file is None:
         raise BadInput("%s: %s has no file (an index-only dump, or it could not be written)"
                        % (t.dump, t.label()))
@@ -221,101 +261,221 @@ def load(t):
     except OSError as e:
         raise BadInput("%s: %s: cannot load %s: %s" % (t.dump, t.label(), path, e)) from None
     try:
-        with f:
-            magic = f.read(6)
-            if magic != b"\x93NUMPY":
-                raise ValueError("a .npz archive, not a .npy file" if magic[:4] == b"PK\x03\x04"
-                                 else "it does not start as a .npy file does (%r)" % magic)
-            f.seek(0)
-            a = np.lib.format.read_array(f, allow_pickle=False)
+        size = os.fstat(f.fileno()).st_size
+        magic = f.read(8)
+        if magic == RAW_MAGIC:
+            d = raw_data(t, path, f, size)
+        else:
+            d = npy_data(t, path, f, size, magic)
+    except BadInput:
+        f.close()
+        raise
     except OSError as e:
+        f.close()
         raise BadInput("%s: %s: cannot load %s: %s" % (t.dump, t.label(), path, e)) from None
-    except Exception as e:  # whatever NumPy's reader raises on a broken file
+    except Exception as e:  # whatever NumPy's header reader raises on a broken file
+        f.close()
         raise BadInput("%s: %s: not a NumPy array file we can read: %s"
                        % (path, t.label(), e)) from None
-    if tuple(a.shape) != t.shape:
-        raise BadInput("%s: %s has shape %s, its index says %s" % (path, t.label(), a.shape, t.shape))
-    return a
+    if tuple(d.shape) != t.shape:
+        d.close()
+        raise BadInput("%s: %s has shape %s, its index says %s" % (path, t.label(), d.shape,
+                                                                   t.shape))
+    if d.dtype.kind not in "biufV":
+        d.close()
+        raise BadInput("%s: %s: the file holds %s elements, not numbers"
+                       % (path, t.label(), d.dtype.str))
+    return d
+
+
+def npy_data(t, path, f, size, magic):
+    import numpy as np
+    fmt = np.lib.format
+    if magic[:6] != b"\x93NUMPY":
+        raise ValueError("a .npz archive, not a .npy file" if magic[:4] == b"PK\x03\x04"
+                         else "it does not start as a .npy file does (%r)" % magic[:6])
+    f.seek(0)
+    version = fmt.read_magic(f)
+    if version == (1, 0):
+        shape, fortran, dtype = fmt.read_array_header_1_0(f)
+    elif version == (2, 0):
+        shape, fortran, dtype = fmt.read_array_header_2_0(f)
+    else:
+        shape, fortran, dtype = None, True, None    # read whole, below
+    if fortran or dtype.hasobject:
+        # not what evs-dump writes: NumPy's reader, the whole file at once
+        f.seek(0)
+        a = np.ascontiguousarray(fmt.read_array(f, allow_pickle=False))
+        d = Data(t, path, None, a.dtype, a.shape, 0)
+        d.read = lambda start, count: a.reshape(-1)[start:start + count]
+        d.close = lambda: None
+        f.close()
+        return d
+    d = Data(t, path, f, dtype, tuple(shape), f.tell())
+    want = d.offset + d.size * dtype.itemsize
+    if size < want:
+        raise ValueError("it is cut short: %d bytes, its header says %d" % (size, want))
+    return d
+
+
+def raw_data(t, path, f, size):
+    """A tensor read in place from a --raw dump's core<N>.evsraw
+    (docs/dump.md: a 64-byte header, then the reference payload, then the
+    tensor's bytes in C order), typed by the index's npy_dtype."""
+    import numpy as np
+    import struct
+    where = "%s: %s" % (path, t.label())
+    if not isinstance(t.offset, int) or not isinstance(t.nbytes, int) or \
+            not isinstance(t.npy_dtype, str):
+        raise BadInput("%s: a --raw dump's index line needs offset, bytes and npy_dtype" % where)
+    try:
+        dtype = np.dtype(t.npy_dtype)
+    except TypeError:
+        raise BadInput("%s: npy_dtype %r is not a NumPy dtype" % (where, t.npy_dtype)) from None
+    if t.offset < RAW_HEADER or t.offset + RAW_HEADER > size:
+        raise BadInput("%s: offset %d is outside the file (%d bytes)" % (where, t.offset, size))
+    f.seek(t.offset)
+    data_size, _, _, seq = struct.unpack("<QIIQ", f.read(24))
+    if seq != t.seq or data_size != RAW_PAYLOAD + t.nbytes or \
+            t.offset + RAW_HEADER + data_size > size:
+        raise BadInput("%s: the record at offset %d is not this tensor's (seq %d, %d payload bytes "
+                       "in a file of %d)" % (where, t.offset, seq, data_size, size))
+    d = Data(t, path, f, dtype, t.shape, t.offset + RAW_HEADER + RAW_PAYLOAD)
+    if d.size * dtype.itemsize != t.nbytes:
+        raise BadInput("%s: %d bytes are not %s of %s" % (where, t.nbytes, t.shape, dtype.str))
+    return d
 
 
 def values(t, a):
-    """float64 values, or None for opaque elements (compared as bytes)."""
+    """float64 values of a slice, or None for opaque elements (compared as bytes)."""
     import numpy as np
     if t.dtype == "bfloat16":
         return bfloat16_to_float32(a).astype(np.float64)
     if a.dtype.kind == "V":
         return None
-    if a.dtype.kind not in "biuf":
-        raise BadInput("%s: %s: the file holds %s elements, not numbers"
-                       % (os.path.join(t.dump, t.file), t.label(), a.dtype.str))
     return a.astype(np.float64)
-
-
-def pcc(x, y):
-    """Pearson correlation of two flat float64 arrays. Non-finite values
-    must sit at the same places and be equal (NaN with NaN); the finite
-    ones are correlated."""
-    import numpy as np
-    fx, fy = np.isfinite(x), np.isfinite(y)
-    if not (fx.all() and fy.all()):
-        with np.errstate(invalid="ignore"):
-            same = ~fx & ~fy & ((np.isnan(x) & np.isnan(y)) | (x == y))
-        if ((~fx | ~fy) & ~same).any():
-            return 0.0
-        keep = fx & fy
-        x, y = x[keep], y[keep]
-    if x.size == 0:
-        return 1.0
-    dx, dy = x - x.mean(), y - y.mean()
-    nx, ny = math.sqrt(float((dx * dx).sum())), math.sqrt(float((dy * dy).sum()))
-    if nx == 0 or ny == 0:
-        # constant tensors: correlated only when equal
-        return 1.0 if np.array_equal(x, y) else 0.0
-    return float((dx * dy).sum() / (nx * ny))
 
 
 class Result:
     __slots__ = ("a", "b", "max_abs", "max_rel", "pcc", "worst", "va", "vb", "diverges")
 
 
+class Moments:
+    """Means and centred sums of squares and products of finite pairs,
+    merged slice by slice (Chan et al.), for the PCC of a whole tensor read
+    in slices."""
+
+    def __init__(self):
+        self.n = 0
+        self.mx = self.my = self.sxx = self.syy = self.sxy = 0.0
+        self.equal = True       # the finite pairs are equal (constant tensors)
+        self.misplaced = False  # a non-finite value without its equal on the other side
+
+    def add(self, x, y):
+        import numpy as np
+        fx, fy = np.isfinite(x), np.isfinite(y)
+        if not (fx.all() and fy.all()):
+            with np.errstate(invalid="ignore"):
+                same = ~fx & ~fy & ((np.isnan(x) & np.isnan(y)) | (x == y))
+            if ((~fx | ~fy) & ~same).any():
+                self.misplaced = True
+            keep = fx & fy
+            x, y = x[keep], y[keep]
+        n = x.size
+        if n == 0:
+            return
+        self.equal = self.equal and bool(np.array_equal(x, y))
+        mx, my = float(x.mean()), float(y.mean())
+        dx, dy = x - mx, y - my
+        sxx, syy, sxy = float((dx * dx).sum()), float((dy * dy).sum()), float((dx * dy).sum())
+        tot = self.n + n
+        ex, ey = mx - self.mx, my - self.my
+        w = self.n * n / tot
+        self.sxx += sxx + ex * ex * w
+        self.syy += syy + ey * ey * w
+        self.sxy += sxy + ex * ey * w
+        self.mx += ex * n / tot
+        self.my += ey * n / tot
+        self.n = tot
+
+    def pcc(self):
+        """Non-finite values must sit at the same places and be equal (NaN
+        with NaN); the finite ones are correlated."""
+        if self.misplaced:
+            return 0.0
+        if self.n == 0:
+            return 1.0
+        if self.sxx == 0 or self.syy == 0:
+            # constant tensors: correlated only when equal
+            return 1.0 if self.equal else 0.0
+        return self.sxy / math.sqrt(self.sxx * self.syy)
+
+
 def compare_pair(ta, tb, atol, rtol, pcc_min, use_close):
+    a = load(ta)
+    try:
+        b = load(tb)
+    except BadInput:
+        a.close()
+        raise
+    try:
+        return compare_data(ta, tb, a, b, atol, rtol, pcc_min, use_close)
+    finally:
+        a.close()
+        b.close()
+
+
+def compare_data(ta, tb, a, b, atol, rtol, pcc_min, use_close):
     import numpy as np
-    a, b = load(ta), load(tb)
     if a.shape != b.shape:
         raise BadInput("shapes differ: %s is %s in A (%s), %s in B (%s)"
                        % (ta.label(), a.shape, ta.dump, b.shape, tb.dump))
     r = Result()
     r.a, r.b = ta, tb
-    x, y = values(ta, a), values(tb, b)
-    if x is None or y is None:
-        same = a.dtype == b.dtype and a.tobytes() == b.tobytes()
-        r.max_abs = r.max_rel = 0.0 if same else math.inf
-        r.pcc = 1.0 if same else 0.0
-        r.worst, r.va, r.vb = (), None, None
-        r.diverges = not same
+    r.max_abs = r.max_rel = 0.0
+    r.pcc = 1.0
+    r.worst, r.va, r.vb = (), None, None
+    r.diverges = False
+    if a.size == 0:
         return r
-    if x.size == 0:
-        r.max_abs = r.max_rel = 0.0
-        r.pcc = 1.0
-        r.worst, r.va, r.vb = (), None, None
-        r.diverges = False
+    opaque = a.dtype.kind == "V" or b.dtype.kind == "V"
+    if opaque and a.dtype != b.dtype:
+        r.max_abs = r.max_rel = math.inf
+        r.pcc = 0.0
+        r.diverges = True
         return r
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        nan_same = np.isnan(x) & np.isnan(y)
-        err = np.where(nan_same, 0.0, np.abs(x - y))
-        err = np.where(np.isnan(err), np.inf, err)  # NaN against a number, inf - inf
-        err = np.where((x == y), 0.0, err)          # equal infinities
-        ref = np.abs(y)
-        rel = np.where(err == 0, 0.0, err / np.where(ref == 0, np.nan, ref))
-        rel = np.where(np.isnan(rel), np.inf, rel)
-        bad = err > atol + rtol * np.where(np.isfinite(ref), ref, 0.0)
-    k = int(np.argmax(err))
-    r.worst = tuple(int(i) for i in np.unravel_index(k, x.shape))
-    r.max_abs = float(err.flat[k])
-    r.max_rel = float(rel.max())
-    r.va, r.vb = float(x.flat[k]), float(y.flat[k])
-    r.pcc = pcc(x.ravel(), y.ravel())
-    r.diverges = (use_close and bool(bad.any())) or (pcc_min is not None and r.pcc < pcc_min)
+    moments = Moments()
+    worst, bad = -1, False
+    for start in range(0, a.size, CHUNK):
+        count = min(CHUNK, a.size - start)
+        ca, cb = a.read(start, count), b.read(start, count)
+        if opaque:
+            if not np.array_equal(ca.view(np.uint8), cb.view(np.uint8)):
+                r.max_abs = r.max_rel = math.inf
+                r.pcc = 0.0
+                r.diverges = True
+                return r
+            continue
+        x, y = values(ta, ca), values(tb, cb)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            nan_same = np.isnan(x) & np.isnan(y)
+            err = np.where(nan_same, 0.0, np.abs(x - y))
+            err = np.where(np.isnan(err), np.inf, err)  # NaN against a number, inf - inf
+            err = np.where((x == y), 0.0, err)          # equal infinities
+            ref = np.abs(y)
+            rel = np.where(err == 0, 0.0, err / np.where(ref == 0, np.nan, ref))
+            rel = np.where(np.isnan(rel), np.inf, rel)
+            bad = bad or bool((err > atol + rtol * np.where(np.isfinite(ref), ref, 0.0)).any())
+        k = int(np.argmax(err))
+        if worst < 0 or err[k] > r.max_abs:     # the first of the largest
+            worst, r.max_abs, r.va, r.vb = start + k, float(err[k]), float(x[k]), float(y[k])
+        r.max_rel = max(r.max_rel, float(rel.max()))
+        moments.add(x, y)
+    if opaque:
+        return r
+    r.worst = tuple(int(i) for i in np.unravel_index(worst, a.shape))
+    r.pcc = moments.pcc()
+    r.diverges = (use_close and bad) or (pcc_min is not None and r.pcc < pcc_min)
     return r
 
 

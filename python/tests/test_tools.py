@@ -319,6 +319,65 @@ def test_two_dumps_of_the_simulated_runtime(procs, tmpdir_fast):
     assert " 1 of " in out and "tensors diverge" in out
 
 
+def test_a_raw_dump_is_compared_without_converting_it(procs, tmpdir_fast):
+    # --raw keeps every record in core<N>.evsraw: compare reads the tensors
+    # there, at the index's offsets, as it reads the converted .npy files
+    name = unique("cmpraw")
+    raw = tmpdir_fast / "raw"
+    demo = procs.start([tool("evs-demo"), "--name", name, "--cores", "2", "--events", "150",
+                        "--rate", "3000", "--pattern", "all"], stderr=subprocess.DEVNULL)
+    dump = procs.start([tool("evs-dump"), "--raw", "--output", str(raw), "--wait", "30",
+                        "--no-print", "--quiet", name])
+    assert dump.wait(120) == 0 and demo.wait(60) == 0
+    npy = tmpdir_fast / "npy"
+    conv = subprocess.run([tool("evs-dump"), "--convert", str(raw), "-o", str(npy), "--quiet"],
+                          capture_output=True, text=True, timeout=300)
+    assert conv.returncode == 0, conv.stderr
+    rc, out, err = compare(raw, npy)
+    assert rc == 0 and "all " in out and "tensors match" in out, out + err
+    for line in open(npy / "index.jsonl"):
+        j = json.loads(line)
+        if j["kind"] == "tensor" and j["dtype"] == "float32" and j["bytes"] >= 8:
+            break
+    a = np.load(npy / j["file"])
+    a.flat[1] += 1.0
+    np.save(npy / j["file"], a)
+    rc, out, err = compare(raw, npy)
+    assert rc == 1 and "first divergence: core %d seq %d" % (j["core"], j["seq"]) in out, out + err
+    # an offset that is not the tensor's record is named, not read
+    lines = open(raw / "index.jsonl").read().splitlines()
+    k = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "tensor")
+    j = json.loads(lines[k])
+    j["offset"] += 8
+    lines[k] = json.dumps(j)
+    (raw / "index.jsonl").write_text("\n".join(lines) + "\n")
+    rc, out, err = compare(raw, npy)
+    assert rc == 2 and "core%d.evsraw: core %d seq %d" % (j["core"], j["core"], j["seq"]) in err \
+        and "is not this tensor's" in err, err
+
+
+def test_a_large_tensor_is_compared_in_slices(tmpdir_fast):
+    # a 32 MiB float32 pair: compare's memory grows by far less than one file
+    x = np.random.default_rng(1).standard_normal(8 << 20, dtype=np.float32)
+    write_dump(tmpdir_fast / "a", [(0, "big", "float32", x)])
+    x[5_000_000] += 1
+    write_dump(tmpdir_fast / "b", [(0, "big", "float32", x)])
+    code = ("import resource, sys\n"
+            "from evstream._compare import main\n"
+            "import numpy\n"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "rc = main(sys.argv[1:])\n"
+            "grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+            "print('grew %d KiB' % grew)\n"
+            "sys.exit(rc)\n")
+    r = subprocess.run([PY, "-c", code, str(tmpdir_fast / "a"), str(tmpdir_fast / "b")],
+                       env=env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "max abs err 1 at index (5000000,)" in r.stdout, r.stdout
+    grew = int(r.stdout.split("grew ")[1].split()[0])
+    assert grew < 32 << 10, r.stdout
+
+
 def test_tail_shows_events_gaps_and_drops(procs):
     name = unique("tail")
     # core 1 overruns its small ring with a burst: gaps and ring_full drops
