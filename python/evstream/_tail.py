@@ -120,8 +120,11 @@ def main(argv=None):
     p.add_argument("--no-preview", action="store_true", help="no values")
     p.add_argument("--width", type=int, default=60, help="widest value preview (default 60)")
     args = p.parse_args(argv)
-    if args.events < 0 or args.seconds < 0 or args.wait < 0:
-        p.error("--events, --seconds and --wait take numbers >= 0")
+    # named one by one; 'not >=' refuses NaN too (a deadline never reached)
+    for opt, least in (("events", 0), ("seconds", 0), ("wait", 0), ("width", 16)):
+        v = getattr(args, opt)
+        if not v >= least:
+            p.error("--%s %r: allowed is a number >= %d" % (opt, v, least))
     try:
         cores = parse_cores(args.cores) if args.cores else None
     except ValueError:

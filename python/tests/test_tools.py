@@ -490,6 +490,14 @@ def test_tail_and_compare_usage_errors():
     r = subprocess.run([PY, "-m", "evstream", "frobnicate"], env=env(), capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr
+    # each bad number is named; NaN is no number of seconds (a limit never reached)
+    for opt, value in (("--wait", "nan"), ("--seconds", "nan"), ("--seconds", "-1"),
+                       ("--events", "-5"), ("--width", "3")):
+        r = subprocess.run([PY, "-m", "evstream", "tail", "no-such-producer", "--wait", "0",
+                            opt, value], env=env(), capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (opt, value, r.stderr)
+        assert "%s %s: allowed is a number >= " % (opt, float(value) if opt in ("--wait",
+                                                   "--seconds") else value) in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("cmd", ["tail", "compare"])
