@@ -411,6 +411,28 @@ class Moments:
         return self.sxy / math.sqrt(self.sxx * self.syy)
 
 
+def int_abs_diff(p, q):
+    """|p - q| of two integer (or bool) slices, as float64 that is never 0
+    where they differ: float64 holds integers exactly only up to 2**53, so
+    2**60 + 1 and 2**60 would be equal as values."""
+    import numpy as np
+    u64 = np.uint64
+    if p.dtype == u64 and q.dtype != u64:
+        p, q = q, p
+    if p.dtype != u64 and q.dtype != u64:
+        p, q = p.astype(np.int64), q.astype(np.int64)
+        # the difference of two int64 fits a uint64: taken modulo 2**64
+        return np.where(p >= q, p.view(u64) - q.view(u64), q.view(u64) - p.view(u64)) \
+            .astype(np.float64)
+    if p.dtype == u64:
+        return np.where(p >= q, p - q, q - p).astype(np.float64)
+    # a signed p against a uint64 q: a negative p is far from q anyway
+    p = p.astype(np.int64)
+    pu = np.where(p < 0, 0, p).astype(u64)
+    exact = np.where(pu >= q, pu - q, q - pu).astype(np.float64)
+    return np.where(p < 0, q.astype(np.float64) - p.astype(np.float64), exact)
+
+
 def compare_pair(ta, tb, atol, rtol, pcc_min, use_close):
     a = load(ta)
     try:
@@ -446,6 +468,8 @@ def compare_data(ta, tb, a, b, atol, rtol, pcc_min, use_close):
         return r
     moments = Moments()
     worst, bad = -1, False
+    ints = a.dtype.kind in "biu" and b.dtype.kind in "biu" and "bfloat16" not in (ta.dtype,
+                                                                                  tb.dtype)
     for start in range(0, a.size, CHUNK):
         count = min(CHUNK, a.size - start)
         ca, cb = a.read(start, count), b.read(start, count)
@@ -462,13 +486,17 @@ def compare_data(ta, tb, a, b, atol, rtol, pcc_min, use_close):
             err = np.where(nan_same, 0.0, np.abs(x - y))
             err = np.where(np.isnan(err), np.inf, err)  # NaN against a number, inf - inf
             err = np.where((x == y), 0.0, err)          # equal infinities
+            if ints:
+                err = int_abs_diff(ca, cb)
             ref = np.abs(y)
             rel = np.where(err == 0, 0.0, err / np.where(ref == 0, np.nan, ref))
             rel = np.where(np.isnan(rel), np.inf, rel)
             bad = bad or bool((err > atol + rtol * np.where(np.isfinite(ref), ref, 0.0)).any())
         k = int(np.argmax(err))
         if worst < 0 or err[k] > r.max_abs:     # the first of the largest
-            worst, r.max_abs, r.va, r.vb = start + k, float(err[k]), float(x[k]), float(y[k])
+            worst, r.max_abs = start + k, float(err[k])
+            # integers shown as they are (float64 rounds those past 2**53)
+            r.va, r.vb = (ca[k].item(), cb[k].item()) if ints else (float(x[k]), float(y[k]))
         r.max_rel = max(r.max_rel, float(rel.max()))
         moments.add(x, y)
     if opaque:
@@ -482,6 +510,8 @@ def compare_data(ta, tb, a, b, atol, rtol, pcc_min, use_close):
 def fmt(v):
     if v is None:
         return "-"
+    if isinstance(v, (bool, int)):
+        return str(v)
     if isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
         return str(v)
     return "%.4g" % v

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import DEADLINE, PY, env, tool, unique, wait_for
 
-NPY = {"float32": "<f4", "float64": "<f8", "bfloat16": "<u2", "int32": "<i4", "float16": "<f2"}
+NPY = {"float32": "<f4", "float64": "<f8", "bfloat16": "<u2", "int32": "<i4", "float16": "<f2",
+       "int64": "<i8", "uint64": "<u8"}
 
 
 def write_dump(d, tensors):
@@ -185,6 +186,30 @@ def test_a_golden_run_of_another_runtime_says_what_was_lost(tmp_path):
     assert rc == 1 and "first divergence: core 0 seq 6 'h' (A) / seq 5 (B)" in out, out + err
     assert "note: A lost 1 events on core 0 before seq 6 (gaps in its index): if one was a " \
         "'h', these two are not the same event" in out, out
+
+
+def test_integers_past_2_53_are_compared_exactly(tmp_path):
+    # float64 holds integers exactly only up to 2**53: ids, hashes and
+    # counters past it differ by 1 where float64 sees them equal
+    big = 2 ** 60
+    cases = [("int64", np.array([5, big + 1], np.int64), "int64", np.array([5, big], np.int64)),
+             ("uint64", np.array([2 ** 64 - 1], np.uint64),
+              "uint64", np.array([2 ** 64 - 2], np.uint64)),
+             ("int64", np.array([-1, big + 1], np.int64),
+              "uint64", np.array([2 ** 64 - 1, big], np.uint64))]
+    for i, (da, a, db, b) in enumerate(cases):
+        write_dump(tmp_path / ("a%d" % i), [(0, "ids", da, a)])
+        write_dump(tmp_path / ("b%d" % i), [(0, "ids", db, b)])
+        rc, out, err = compare(tmp_path / ("a%d" % i), tmp_path / ("b%d" % i), "--atol", "0",
+                               "--rtol", "0")
+        assert rc == 1, (i, out, err)
+        worst = int(np.argmax(np.abs(a.astype(object) - b.astype(object))))
+        assert "max abs err %s at index (%d,) (A %d, B %d)" % (
+            "%.4g" % float(abs(int(a[worst]) - int(b[worst]))), worst, a[worst], b[worst]) in out, \
+            out
+    # the same integers match
+    rc, out, err = compare(tmp_path / "a0", tmp_path / "a0", "--atol", "0", "--rtol", "0")
+    assert rc == 0, out + err
 
 
 def test_the_first_divergence_is_shown_before_the_rest_is_read(tmp_path):
