@@ -24,6 +24,7 @@ logged on the ``evstream`` logger the first time, once per output name.
 """
 import logging as _logging
 import operator as _operator
+import weakref as _weakref
 
 import torch as _torch
 
@@ -134,6 +135,7 @@ class Watch:
     outputs that could not be sent (logged once per output name)."""
 
     def __init__(self, model, producer, core, pipe, root):
+        self.model = _weakref.ref(model)
         self.producer = producer
         self.core = core
         self.pipe = pipe
@@ -145,6 +147,7 @@ class Watch:
         for name, module in model.named_modules():
             label = name if name else root
             self._handles.append(module.register_forward_hook(self._hook(label)))
+        _watches.add(self)
 
     def _hook(self, label):
         def hook(module, inputs, output):
@@ -172,6 +175,7 @@ class Watch:
         for h in self._handles:
             h.remove()
         self._handles = []
+        _watches.discard(self)
 
     def __enter__(self):
         return self
@@ -179,6 +183,10 @@ class Watch:
     def __exit__(self, *exc):
         self.remove()
         return False
+
+
+# the watches whose hooks are on (each is kept alive by its model's hooks)
+_watches = _weakref.WeakSet()
 
 
 def watch(model, producer, core=0, pipe=0, root="model"):
@@ -208,4 +216,11 @@ def watch(model, producer, core=0, pipe=0, root="model"):
         raise ValueError("pipe %r: allowed is 0 or 1 (stdout) and 2 (stderr)" % (pipe,))
     if not hasattr(model, "named_modules"):
         raise TypeError("model %r: allowed is a torch.nn.Module" % (model,))
+    # a second watch of the same stream would send every output twice, and
+    # a golden compare would then pair each with the wrong one
+    for w in list(_watches):
+        if w.model() is model and w.producer is producer and w.core == c:
+            raise ValueError("this %s is already watched into core %d of producer %r: every "
+                             "output would be sent twice; remove() that watch first"
+                             % (type(model).__name__, c, producer.name))
     return Watch(model, producer, c, pipe_i, root)

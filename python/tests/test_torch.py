@@ -181,6 +181,28 @@ def test_watch_checks_its_arguments(name):
         evs_torch.watch(model, p)
 
 
+def test_a_model_is_watched_into_a_stream_once(name):
+    # a second watch of the same model, producer and core would send each
+    # output twice (a notebook cell run again); refused until it is removed
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    with evstream.Producer(name, 2, ring_bytes=1 << 20) as p:
+        s = evstream.connect(p, 0)
+        w = evs_torch.watch(model, p, 0)
+        with pytest.raises(ValueError, match="Sequential is already watched into core 0 of "
+                                             "producer '%s'" % name):
+            evs_torch.watch(model, p, 0)
+        other = evs_torch.watch(model, p, 1)             # another stream: taken
+        model(torch.ones(1, 2))
+        assert w.emitted == 2 and other.dropped == 2      # core 1 has no consumer
+        assert [s.read(0).prefix for _ in range(2)] == ["0", "model"] and s.read(0) is None
+        w.remove()
+        with evs_torch.watch(model, p, 0) as again:
+            model(torch.ones(1, 2))
+        assert again.emitted == 2
+        other.remove()
+        s.close()
+
+
 def test_tensor_of_an_event_views_the_ring_and_holds_its_record(name):
     import gc
     f32 = torch.arange(12, dtype=torch.float32).reshape(3, 4)
