@@ -61,7 +61,11 @@ def strerror(err):
 
 
 def _oserror(err, what):
-    return OSError(abs(err), "%s: %s" % (what, strerror(err)))
+    """OSError saying what failed and why (the errno's name). A corrupt
+    stream says it with the library's sentence, which names the core and
+    what its producer wrote wrong."""
+    why = _lib.errmsg().decode(errors="replace") if err == -errno.EBADMSG else ""
+    return OSError(abs(err), why or "%s: %s" % (what, strerror(err)))
 
 
 def _stats(st):

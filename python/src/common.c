@@ -69,9 +69,13 @@ PyObject *evspy_raise_oserror(int err, PyObject *msg)
 	return NULL;
 }
 
-/* OSError saying what failed and why (the errno's name). */
+/* OSError saying what failed and why (the errno's name). A corrupt stream
+ * says it with the library's sentence, which names the core and what its
+ * producer wrote wrong. */
 PyObject *evspy_oserror(int err, const char *what)
 {
+	if (err == -EBADMSG && *evs_errmsg())
+		return evspy_raise_oserror(err, PyUnicode_FromString(evs_errmsg()));
 	return evspy_raise_oserror(err, PyUnicode_FromFormat("%s: %s", what, evs_strerror(err)));
 }
 

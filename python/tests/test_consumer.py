@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The consumer: connect, iteration, read, read_batch, fileno with select
 and selectors, stats, gaps and drops, the end of a stream, errors."""
+import ctypes
 import errno
 import itertools
 import select
@@ -251,6 +252,31 @@ def test_closed_stream_refuses_io(producer, name):
             f()
     with evstream.connect(name, 0):  # the core is free again
         pass
+
+
+def producer_ring(name, core, ring_bytes):
+    """Where this process's producer maps core's ring for writing: the
+    bytes a producer that went wrong would have written."""
+    tag = "/memfd:evstream:%s:%d " % (name, core)
+    for line in open("/proc/self/maps"):
+        addr, perms = line.split()[:2]
+        lo, hi = (int(x, 16) for x in addr.split("-"))
+        if perms == "rw-s" and hi - lo == ring_bytes and tag in line + " ":
+            return lo       # the first of the double mapping: offset 0
+    raise AssertionError("no writable mapping of %s in /proc/self/maps" % tag)
+
+
+def test_a_corrupt_stream_says_what_its_producer_wrote_wrong(producer, name):
+    s = evstream.connect(name, 0)
+    assert producer.emit(0, 1, b"x" * 16)
+    # the first record's data_size, as a broken producer might leave it
+    ctypes.c_uint64.from_address(producer_ring(name, 0, 1 << 20)).value = 1 << 40
+    for _ in range(2):      # broken for good, and each read says why
+        with pytest.raises(OSError) as e:
+            s.read(0)
+        assert e.value.errno == errno.EBADMSG
+        assert "core 0: stream corrupt" in str(e.value), str(e.value)
+        assert "claims 1099511627776 payload bytes" in str(e.value), str(e.value)
 
 
 CLOSE_WHILE_WAITING = textwrap.dedent("""
