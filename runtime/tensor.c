@@ -159,13 +159,12 @@ static __attribute__((cold, noinline)) int tensor_refuse(const struct evs_tensor
 		return evs_fail(EINVAL, "dtype '%s' is not one evstream knows (%s): give its elem_size",
 				t->dtype, known_dtype_list());
 	if (err == -ERANGE) {
-		char shape[EVS_TENSOR_MAX_DIMS * 22 + 3] = "[";
+		char shape[EVS_TENSOR_MAX_DIMS * 22 + 1] = "";
 
 		for (uint32_t i = 0; i < t->ndim; i++)
 			snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "%s%llu",
 				 i ? ", " : "", (unsigned long long)t->shape[i]);
-		strcat(shape, "]");
-		return evs_fail(ERANGE, "shape %s of %s makes more than 2^62 bytes", shape, t->dtype);
+		return evs_fail(ERANGE, "shape [%s] of %s makes more than 2^62 bytes", shape, t->dtype);
 	}
 	return evs_fail(EINVAL, "data is NULL for a tensor of %llu bytes", (unsigned long long)bytes);
 }
