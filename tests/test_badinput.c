@@ -118,7 +118,7 @@ START_TEST(test_badinput_hugepages_on_without_enough)
 		struct evs_stream_stats st = { .sz = sizeof(st) };
 
 		ck_assert_msg(p, "%s", evs_errmsg());
-		evs_producer__stats(p, 0, &st);
+		ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
 		ck_assert_uint_eq(st.hugepages, 0);
 		evs_producer__free(p);
 	}
