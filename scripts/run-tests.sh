@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Runs test binaries (Check suites or scripts), prints each one's output and
 # a closing line "tests: N passed, N failed, N skipped" over all of them.
+# A script that passes may have skipped parts of itself, each said on a
+# SKIP line ("SKIP ...", "name: SKIP ...", pytest's "SKIPPED [n] ..."):
+# those count as skipped too, and are listed again before the closing line.
 # Exit status: 0 only when nothing failed.
 set -u
 [ $# -gt 0 ] || { echo "run-tests: no tests to run" >&2; exit 1; }
-passed=0 failed=0 skipped=0 bad=()
+passed=0 failed=0 skipped=0 bad=() skips=()
 for t in "$@"; do
   echo "=== $t"
   out=$(mktemp)
@@ -22,6 +25,12 @@ for t in "$@"; do
     skipped=$((skipped + 1))
   elif [ "$rc" -eq 0 ]; then
     passed=$((passed + 1))
+    # parts the script skipped, each with its reason
+    while IFS= read -r l; do
+      n=1
+      [[ $l =~ ^SKIPPED\ \[([0-9]+)\] ]] && n=${BASH_REMATCH[1]}
+      skipped=$((skipped + n)); skips+=("$t: $l")
+    done < <(grep -E '^SKIPPED \[[0-9]+\]|(^|: )SKIP[: ]' "$out")
   else
     failed=$((failed + 1))
   fi
@@ -29,6 +38,7 @@ for t in "$@"; do
   rm -f "$out"
 done
 echo
+[ ${#skips[@]} -gt 0 ] && printf 'skipped part: %s\n' "${skips[@]}"
 [ ${#bad[@]} -gt 0 ] && printf 'FAILED: %s\n' "${bad[@]}"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ $((passed + failed + skipped)) -gt 0 ] || { echo "run-tests: no test ran" >&2; exit 1; }

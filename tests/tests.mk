@@ -30,3 +30,5 @@ test-only: tests
 TESTS += tests/build_contract.sh
 # scripts/deps.sh's log: a mktemp file, not a fixed /tmp path (stand-in apt-get).
 TESTS += tests/deps_log.sh
+# scripts/run-tests.sh's tally: skipped parts of passing scripts counted and listed.
+TESTS += tests/run_tests_tally.sh
