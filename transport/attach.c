@@ -31,6 +31,8 @@ int evs_stream_claim(struct evs_stream *s)
 {
 	int expected = 0;
 
+	/* pairs with smp_store_release(&s->claimed, 0) in
+	 * evs_stream_release_claim(): the last consumer is inactive first */
 	if (!cmpxchg(&s->claimed, &expected, 1))
 		return -EBUSY;
 	return 0;
@@ -129,15 +131,17 @@ int evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
 	/* relaxed: ordered before the producer's next emit by active below */
 	WRITE_ONCE(&s->fence, !use_membarrier);
 	/* a commit already in flight may have skipped its fence under the
-	 * previous consumer's rules: make its prod_pos visible before the new
-	 * consumer looks, whichever way that one arms */
+	 * previous consumer's rules (the barrier() in stream_publish()):
+	 * make its prod_pos visible before the new consumer looks, whichever
+	 * way that one arms */
 	if (s->owner->membarrier)
 		evs_membarrier();
 	/* the consumer starts armed (after the drain above, so that a kick
 	 * for this arm stays): the first commit wakes it, so a client that
 	 * polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
-	/* pairs with smp_load_acquire(&s->active) in stream_admit() */
+	/* pairs with smp_load_acquire(&s->active) in stream_admit()
+	 * (producer.c): the wait word and fence above are in place first */
 	smp_store_release(&s->active, 1);
 	if (EVS_PROBE_ENABLED(connect))
 		EVS_PROBE2(connect, s->core, s->owner ? s->owner->name : NULL);
@@ -214,7 +218,8 @@ int evs_consumer_map(struct evs_consumer *c, int ctl_fd, int cons_fd, int data_f
 		return evs_fail(EBADMSG, "stream of core %u: bad identity (magic, ABI %u, sizes)",
 				core, abi);
 	}
-	prod_pos = smp_load_acquire(&prod->prod_pos); /* pairs with evs_stream_publish() */
+	/* pairs with smp_store_release(&prod->prod_pos) in stream_publish() */
+	prod_pos = smp_load_acquire(&prod->prod_pos);
 	cons_pos = READ_ONCE(&c->map.cons->cons_pos);
 	if (prod_pos - cons_pos > ring_bytes || (prod_pos | cons_pos) % EVS_RECORD_ALIGN) {
 		evs_map_detach(&c->map);

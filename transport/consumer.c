@@ -71,7 +71,7 @@ static bool producer_hung_up(struct evs_consumer *c)
 /* Empty ring: has the producer gone (closed, or its process hung up)? */
 static bool producer_gone(struct evs_consumer *c)
 {
-	/* pairs with smp_store_release(&prod->state) in stream_fini(): every
+	/* pairs with smp_store_release(&prod->state) in stream_fini() (lifecycle.c): every
 	 * record committed before CLOSED is visible once CLOSED is */
 	if (smp_load_acquire(&c->prod->state) & EVS_STATE_CLOSED)
 		return true;
@@ -124,8 +124,8 @@ static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
  * negative status. */
 static int consumer_fill(struct evs_consumer *c)
 {
-	/* pairs with smp_store_release(&prod->prod_pos) in evs_stream_publish():
-	 * records below prod_pos are complete */
+	/* pairs with smp_store_release(&prod->prod_pos) in stream_publish()
+	 * (producer.c): records below prod_pos are complete */
 	uint64_t p = smp_load_acquire(&c->prod->prod_pos);
 
 	if (p != consumer_read_pos(c))
@@ -479,6 +479,8 @@ EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void
  * full is not made: it is readable already). */
 static void consumer_take_arm_back(struct evs_consumer *c)
 {
+	/* races the producer's xchg in stream_wake_slow(): whichever takes
+	 * the armed word writes the eventfd, the other does not */
 	if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) == EVS_WAIT_ARMED)
 		evs_efd_kick(c->efd);
 	c->armed = false;
@@ -570,7 +572,7 @@ static int consumer_prepare_wait(struct evs_consumer *c)
 		}
 		WRITE_ONCE(&c->cons->wait, EVS_WAIT_ARMED);
 		c->arms++;
-		/* pairs with smp_mb() in evs_stream_publish(), or stands in for it
+		/* pairs with smp_mb() in stream_publish() (producer.c), or stands in for it
 		 * (membarrier.c): either the producer sees ARMED, or we see its
 		 * new prod_pos in consumer_fill() */
 		if (c->membarrier) {

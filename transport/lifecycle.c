@@ -87,8 +87,8 @@ static void stream_fini(struct evs_stream *s)
 		/* records committed with deferred publication are not lost */
 		evs_stream_publish(s);
 		evs_stream_drop_flush(s);
-		/* pairs with smp_load_acquire(&prod->state) in the consumer's empty
-		 * check: everything committed is visible once CLOSED is */
+		/* pairs with smp_load_acquire(&prod->state) in producer_gone()
+		 * (consumer.c): everything committed is visible once CLOSED is */
 		smp_store_release(&s->prod->state, EVS_STATE_CLOSED);
 	}
 	/* wake a sleeping consumer so that it sees CLOSED */

@@ -106,8 +106,8 @@ static __always_inline void stream_refresh_cons(struct evs_stream *s, uint64_t *
 	/* relaxed: our own words, atomic only for attach.c's reads */
 	uint64_t cc = READ_ONCE(&s->cons_cache), rc = READ_ONCE(&s->released_cache);
 
-	/* pairs with smp_store_release(&cons->cons_pos) in evs_consumer__release():
-	 * the consumer is done reading everything below cons_pos */
+	/* pairs with smp_store_release(&cons->cons_pos) in consumer_publish()
+	 * (consumer.c): the consumer is done reading everything below cons_pos */
 	*c = smp_load_acquire(&s->cons->cons_pos);
 	/* relaxed: a count, clamped below; stale is only more conservative */
 	*r = READ_ONCE(&s->cons->released);
@@ -256,6 +256,8 @@ static __attribute__((noinline)) void *stream_reserve_full(struct evs_stream *s,
 /* The consumer said it will sleep: take its wait word and wake it once. */
 static void stream_wake_slow(struct evs_stream *s)
 {
+	/* races the consumer's xchg in consumer_take_arm_back(): one of the
+	 * two takes an armed word, and only that one writes the eventfd */
 	if (xchg(&s->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED)
 		return;
 	/* one write per sleep cannot fill the counter; evs_efd_kick() also
@@ -322,10 +324,11 @@ static __always_inline void stream_publish(struct evs_stream *s)
 {
 	/* relaxed: a stats counter, not used to find data */
 	WRITE_ONCE(&s->prod->committed, s->committed);
-	/* pairs with smp_load_acquire(&prod->prod_pos) in evs_consumer__peek():
-	 * the records are complete before their end is visible */
+	/* pairs with smp_load_acquire(&prod->prod_pos) in consumer_fill()
+	 * (consumer.c) and stream_handover() (attach.c): the records are
+	 * complete before their end is visible */
 	smp_store_release(&s->prod->prod_pos, s->prod_pos);
-	/* pairs with smp_mb() in evs_consumer__prepare_wait(): either the
+	/* pairs with smp_mb() in consumer_prepare_wait() (consumer.c): either the
 	 * consumer sees prod_pos above, or we see its ARMED below. A consumer
 	 * that arms with membarrier() runs this fence for us (membarrier.c);
 	 * then only the compiler must keep the store before the load. */

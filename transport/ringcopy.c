@@ -42,7 +42,8 @@ void evs_ring_copy_streaming(void *dst, const void *src, size_t n)
 	memcpy(d, s, n);
 	/* streaming stores are not ordered by the release store that will
 	 * publish the record (smp_store_release(&prod->prod_pos) in
-	 * producer.c, whose acquire in the consumer they must not pass) */
+	 * stream_publish(), producer.c), nor therefore by its acquire in
+	 * consumer_fill(): this fence keeps them before it */
 	nt_store_fence();
 }
 #endif
