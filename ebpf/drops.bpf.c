@@ -54,6 +54,8 @@ int BPF_USDT(evs_drop, int core, __u64 events, __u64 bytes, int cause, __u64 tot
 	__sync_fetch_and_add(&v->batches, 1);
 	if (first)
 		__sync_fetch_and_add(&v->bursts, 1);
+	/* enum evs_drop_cause by number (evstream.h is not included here);
+	 * a cause without a case counts in events only */
 	switch (cause) {
 	case 0:
 		__sync_fetch_and_add(&v->ring_full, events);

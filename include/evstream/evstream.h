@@ -48,7 +48,9 @@ struct evs_event_header {
 	uint8_t reserved[32];
 };
 
-/* Why an event was dropped; the newest event is always the one dropped. */
+/* Why an event was dropped; the newest event is always the one dropped.
+ * The count sizes arrays in struct evs_stream_stats and reaches the
+ * shared page, eBPF and Python: docs/architecture.md, "Adding a drop cause". */
 enum evs_drop_cause {
 	EVS_DROP_RING_FULL = 0,   /* byte capacity or event limit reached */
 	EVS_DROP_TOO_BIG = 1,     /* record larger than the whole ring */
@@ -162,6 +164,8 @@ EVS_API int evs_producer__publish(struct evs_producer *p, unsigned int core);
 /* Reports a batch of drops still held back for the drop tracepoint. */
 EVS_API int evs_producer__flush(struct evs_producer *p, unsigned int core);
 
+/* New fields go at the end only: callers built against an older header
+ * pass a smaller sz (docs/architecture.md, "Changing things"). */
 struct evs_stream_stats {
 	size_t sz;                /* set to sizeof(struct evs_stream_stats) */
 	uint64_t produced;        /* events offered: committed + dropped */

@@ -75,7 +75,9 @@ class Record(ctypes.Structure):
     _fields_ = [("hdr", EventHeader), ("data", ctypes.c_void_p)]
 
 
-DROP_CAUSE_COUNT = 4  # enum evs_drop_cause
+# EVS_DROP_CAUSE_COUNT; StreamStats is struct evs_stream_stats by hand,
+# checked by the tests only (docs/architecture.md, "Changing things")
+DROP_CAUSE_COUNT = 4
 
 
 class StreamStats(ctypes.Structure):

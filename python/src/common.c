@@ -95,6 +95,7 @@ PyObject *evspy_stats(const struct evs_stream_stats *st)
 		PyErr_SetString(PyExc_RuntimeError, "evstream._native is not bound (import evstream)");
 		return NULL;
 	}
+	/* head (3), the causes twice, tail (10): _common.STATS_FIELDS, in order */
 	args = PyTuple_New(3 + 2 * EVS_DROP_CAUSE_COUNT + 10);
 	if (!args)
 		return NULL;
