@@ -85,8 +85,10 @@ __attribute__((noinline, cold)) static int drop_new_cause(struct evs_stream *s, 
 
 int evs_stream_drop(struct evs_stream *s, uint64_t bytes, int cause)
 {
-	/* a cause left out here returns 0, as if committed: no compiler
-	 * warns (docs/architecture.md, "Adding a drop cause") */
+	/* a cause left out here would return 0, as if committed: a new cause
+	 * stops the build below until it has its errno here
+	 * (docs/architecture.md, "Adding a drop cause") */
+	_Static_assert(EVS_DROP_CAUSE_COUNT == 4, "err_of names four causes: give the new one its errno");
 	static const int err_of[EVS_DROP_CAUSE_COUNT] = {
 		[EVS_DROP_RING_FULL] = -ENOBUFS,
 		[EVS_DROP_TOO_BIG] = -EMSGSIZE,

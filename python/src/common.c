@@ -95,8 +95,9 @@ PyObject *evspy_stats(const struct evs_stream_stats *st)
 		PyErr_SetString(PyExc_RuntimeError, "evstream._native is not bound (import evstream)");
 		return NULL;
 	}
-	/* head (3), the causes twice, tail (10): _common.STATS_FIELDS, in order */
-	args = PyTuple_New(3 + 2 * EVS_DROP_CAUSE_COUNT + 10);
+	/* head, the causes twice, tail: _common.STATS_FIELDS, in order */
+	args = PyTuple_New((Py_ssize_t)(sizeof(head) / sizeof(head[0]) + 2 * EVS_DROP_CAUSE_COUNT +
+					sizeof(tail) / sizeof(tail[0])));
 	if (!args)
 		return NULL;
 #define PUT(v)                                                                  \
@@ -105,7 +106,7 @@ PyObject *evspy_stats(const struct evs_stream_stats *st)
 		if (!o_ || PyTuple_SetItem(args, i++, o_) < 0)                  \
 			goto fail;                                              \
 	} while (0)
-	for (size_t k = 0; k < 3; k++)
+	for (size_t k = 0; k < sizeof(head) / sizeof(head[0]); k++)
 		PUT(head[k]);
 	for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
 		PUT(st->dropped_events[k]);
