@@ -22,9 +22,15 @@
 #include "stats.h"
 #include "wakeup.h"
 
+/* Every call on a broken stream says why, for evs_errmsg(): the message
+ * is the calling thread's, and may have been written over since. */
+static __attribute__((cold, noinline)) int consumer_still_broken(const struct evs_consumer *c)
+{
+	return evs_fail(-c->broken, "core %u: stream corrupt: %s", c->core, c->broken_why);
+}
+
 /* The producer wrote something impossible: the stream is broken for
- * good, and fmt says what (evs_errmsg()). Cold: only corrupt memory leads
- * here. */
+ * good, and fmt says what. Cold: only corrupt memory leads here. */
 static __attribute__((cold, noinline, format(printf, 2, 3))) int
 consumer_broken(struct evs_consumer *c, const char *fmt, ...)
 {
@@ -35,14 +41,7 @@ consumer_broken(struct evs_consumer *c, const char *fmt, ...)
 	vsnprintf(c->broken_why, sizeof(c->broken_why), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
 	va_end(ap);
 	c->broken = -EBADMSG;
-	return evs_fail(EBADMSG, "core %u: stream corrupt: %s", c->core, c->broken_why);
-}
-
-/* Every later call on a broken stream says why again: evs_errmsg() is the
- * calling thread's, and may have been written over since. */
-static __attribute__((cold, noinline)) int consumer_still_broken(const struct evs_consumer *c)
-{
-	return evs_fail(-c->broken, "core %u: stream corrupt: %s", c->core, c->broken_why);
+	return consumer_still_broken(c);
 }
 
 /* Misuse of a call: -EINVAL, and what was wrong for evs_errmsg(). */

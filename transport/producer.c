@@ -331,7 +331,8 @@ static __always_inline void stream_publish(struct evs_stream *s)
 	/* pairs with smp_mb() in consumer_prepare_wait() (consumer.c): either the
 	 * consumer sees prod_pos above, or we see its ARMED below. A consumer
 	 * that arms with membarrier() runs this fence for us (membarrier.c);
-	 * then only the compiler must keep the store before the load. */
+	 * then only the compiler must keep the store before the load. That is
+	 * the usual case (Linux 4.16 on): the fence is laid out off the path. */
 	if (unlikely(READ_ONCE(&s->fence)))
 		smp_mb();
 	else
