@@ -160,6 +160,8 @@ static inline int evspy_ms(double seconds)
 	return seconds < (double)INT_MAX / 1000 ? (int)(seconds * 1000) : INT_MAX;
 }
 int evspy_int_in(PyObject *o, unsigned long long lo, unsigned long long hi, unsigned long long *v);
+int evspy_parse_fast(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+		     Py_ssize_t least, const char *fmt, char **kwlist, ...);
 
 /* stream.c */
 int evspy_stream_types(PyObject *m);

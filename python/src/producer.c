@@ -188,7 +188,8 @@ static PyObject *emit_result(int r, unsigned int core, const char *what)
 	return evspy_oserror(r, buf);
 }
 
-static PyObject *producer_emit(PyObject *o, PyObject *args, PyObject *kw)
+static PyObject *producer_emit(PyObject *o, PyObject *const *args, Py_ssize_t nargs,
+			       PyObject *kwnames)
 {
 	static char *kwlist[] = { "core", "type", "data", NULL };
 	ProducerObject *self = (ProducerObject *)o;
@@ -198,7 +199,7 @@ static PyObject *producer_emit(PyObject *o, PyObject *args, PyObject *kw)
 	Py_buffer b;
 	int r;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:emit", kwlist, &core_o, &type_o, &data))
+	if (evspy_parse_fast(args, nargs, kwnames, 3, "OOO:emit", kwlist, &core_o, &type_o, &data))
 		return NULL;
 	if ((r = evspy_int_in(type_o, 1, UINT32_MAX, &type))) {
 		if (r > 0)
@@ -268,7 +269,8 @@ static const char *format_dtype(const char *fmt, Py_ssize_t itemsize, char *err,
 	return NULL;
 }
 
-static PyObject *producer_emit_tensor(PyObject *o, PyObject *args, PyObject *kw)
+static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssize_t nargs,
+				      PyObject *kwnames)
 {
 	static char *kwlist[] = { "core", "prefix", "array", "pipe", "dtype", NULL };
 	ProducerObject *self = (ProducerObject *)o;
@@ -283,8 +285,8 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *args, PyObject *kw)
 	Py_buffer b;
 	char err[256];
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOO:emit_tensor", kwlist, &core_o, &prefix_o,
-					 &array, &pipe_o, &dtype_o))
+	if (evspy_parse_fast(args, nargs, kwnames, 2, "OO|OOO:emit_tensor", kwlist, &core_o,
+			     &prefix_o, &array, &pipe_o, &dtype_o))
 		return NULL;
 	if (pipe_o && (r = evspy_int_in(pipe_o, 0, 2, &pipe_v))) {
 		if (r > 0)
@@ -536,9 +538,10 @@ static PyGetSetDef producer_getset[] = {
 };
 
 static PyMethodDef producer_methods[] = {
-	{ "emit", (PyCFunction)(void (*)(void))producer_emit, METH_VARARGS | METH_KEYWORDS,
+	{ "emit", (PyCFunction)(void (*)(void))producer_emit, METH_FASTCALL | METH_KEYWORDS,
 	  "emit(core, type, data) -> True committed, False dropped (counted)" },
-	{ "emit_tensor", (PyCFunction)(void (*)(void))producer_emit_tensor, METH_VARARGS | METH_KEYWORDS,
+	{ "emit_tensor", (PyCFunction)(void (*)(void))producer_emit_tensor,
+	  METH_FASTCALL | METH_KEYWORDS,
 	  "emit_tensor(core, prefix, array=None, pipe=0, dtype=None) -> True committed, False dropped" },
 	{ "flush", (PyCFunction)(void (*)(void))producer_flush, METH_VARARGS | METH_KEYWORDS,
 	  "flush(core=None): report drops held back for the drop probe" },

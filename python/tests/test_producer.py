@@ -165,6 +165,32 @@ def test_prints_and_pipes(producer, name):
     s.close()
 
 
+def test_arguments_by_position_and_by_name_are_one_call(producer, name):
+    s = evstream.connect(name, 0)
+    x = np.arange(3, dtype=np.float32)
+    assert producer.emit(0, 5, b"ab") and producer.emit(core=0, type=5, data=b"ab")
+    assert producer.emit(0, 5, data=b"ab")
+    assert producer.emit_tensor(0, "t", x, 2, "float32")
+    assert producer.emit_tensor(core=0, prefix="t", array=x, pipe=2, dtype="float32")
+    assert producer.emit_tensor(0, "t", x, dtype="float32", pipe=2)
+    got = s.read_batch(16, 0)
+    assert [(e.type, bytes(e.data)) for e in got[:3]] == [(5, b"ab")] * 3
+    assert [(e.prefix, e.pipe, e.dtype, e.array().tolist()) for e in got[3:]] == \
+        [("t", 2, "float32", [0.0, 1.0, 2.0])] * 3
+    # the messages are the interpreter's: the extension's and the fallback's differ
+    for call, message in [
+            (lambda: producer.emit(0, 5), r"missing.*'data'"),
+            (lambda: producer.emit(0, 5, b"x", b"y"), r"at most 3 arguments|but 5 were given"),
+            (lambda: producer.emit(0, 5, b"x", kind=1), r"at most 3 arguments|'kind'"),
+            (lambda: producer.emit(0, 5, b"x", core=0), r"at most 3 arguments|'core'"),
+            (lambda: producer.emit_tensor(0), r"missing.*'prefix'"),
+            (lambda: producer.emit_tensor(0, "t", x, 1, None, 7),
+             r"at most 5 arguments|but 7 were given")]:
+        with pytest.raises(TypeError, match=message):
+            call()
+    assert s.read(0) is None        # none of them emitted anything
+
+
 def test_refusals_name_the_value(producer):
     with pytest.raises(TypeError, match="big-endian"):
         producer.emit_tensor(0, "x", np.zeros(2, ">f4"))
