@@ -18,7 +18,7 @@ struct evspy_bound evspy;
  * them required): 0, or -1 with the exception set. A call of positional
  * arguments alone, the usual one, is taken as it comes: parsing a format
  * costs a small emit() as much as the rest of it (435 of its 940
- * instructions, callgrind). Any other call goes through
+ * instructions, callgrind), and read() is called once an event. Any other call goes through
  * PyArg_ParseTupleAndKeywords() as before, its errors included. The
  * pointers are borrowed from the caller's arguments.
  */

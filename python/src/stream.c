@@ -988,7 +988,8 @@ static double parse_timeout(PyObject *o, double dflt, int *err)
 	return t;
 }
 
-static PyObject *stream_read(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *stream_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+			     PyObject *kwnames)
 {
 	static char *kwlist[] = { "timeout", NULL };
 	StreamObject *s = (StreamObject *)self;
@@ -996,7 +997,7 @@ static PyObject *stream_read(PyObject *self, PyObject *args, PyObject *kw)
 	double timeout;
 	int err, r;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:read", kwlist, &to))
+	if (evspy_parse_fast(args, nargs, kwnames, 0, "|O:read", kwlist, &to))
 		return NULL;
 	timeout = parse_timeout(to, -1, &err);
 	if (err)
@@ -1231,7 +1232,7 @@ static PyGetSetDef stream_getset[] = {
 };
 
 static PyMethodDef stream_methods[] = {
-	{ "read", (PyCFunction)(void (*)(void))stream_read, METH_VARARGS | METH_KEYWORDS,
+	{ "read", (PyCFunction)(void (*)(void))stream_read, METH_FASTCALL | METH_KEYWORDS,
 	  "read(timeout=None) -> Event, or None when timeout seconds passed (0: do not wait)" },
 	{ "read_batch", (PyCFunction)(void (*)(void))stream_read_batch, METH_VARARGS | METH_KEYWORDS,
 	  "read_batch(n, timeout=0) -> up to n events, waiting up to timeout for the first" },

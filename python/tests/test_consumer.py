@@ -117,6 +117,20 @@ def test_read_with_timeout_returns_none(producer, name):
         assert ev.payload_size == 0 and ev.kind == "bad"  # type 1 without a tensor payload
 
 
+def test_read_by_position_and_by_name(producer, name):
+    with evstream.connect(name, 0) as s:
+        assert s.read(timeout=0) is None and s.read(0) is None
+        for data in (b"a", b"b", b"c"):
+            producer.emit(0, 5, data)
+        got = [s.read(), s.read(1), s.read(timeout=1)]
+        assert [bytes(e.data) for e in got] == [b"a", b"b", b"c"]
+        # the interpreter's messages: the extension's and the fallback's differ
+        with pytest.raises(TypeError, match=r"at most 1 argument|but 3 were given"):
+            s.read(0, 1)
+        with pytest.raises(TypeError, match=r"'wait'"):
+            s.read(wait=1)
+
+
 def test_read_batch(producer, name):
     with evstream.connect(name, 0) as s:
         assert s.read_batch(4) == []
