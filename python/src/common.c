@@ -13,33 +13,20 @@
 struct evspy_bound evspy;
 
 /*
- * The arguments of a METH_FASTCALL | METH_KEYWORDS call into the PyObject
- * pointers after kwlist, for a format of "O" conversions only (least of
- * them required): 0, or -1 with the exception set. A call of positional
- * arguments alone, the usual one, is taken as it comes: parsing a format
- * costs a small emit() as much as the rest of it (435 of its 940
- * instructions, callgrind), and read() is called once an event. Any other call goes through
- * PyArg_ParseTupleAndKeywords() as before, its errors included. The
- * pointers are borrowed from the caller's arguments.
+ * A METH_FASTCALL | METH_KEYWORDS call that evspy_positional() did not
+ * take, parsed by PyArg_ParseTupleAndKeywords() as before, its errors
+ * included: the PyObject pointers after kwlist, for a format of "O"
+ * conversions only. 0, or -1 with the exception set. The pointers are
+ * borrowed from the caller's arguments.
  */
-int evspy_parse_fast(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-		     Py_ssize_t least, const char *fmt, char **kwlist, ...)
+int evspy_parse_call(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *fmt,
+		     char **kwlist, ...)
 {
-	PyObject *tuple, *dict = NULL;
-	Py_ssize_t most = 0, nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+	Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+	PyObject *tuple = PyTuple_New(nargs), *dict = NULL;
 	va_list ap;
 	int ok = 0;
 
-	while (kwlist[most])
-		most++;
-	va_start(ap, kwlist);
-	if (!nkw && nargs >= least && nargs <= most) {
-		for (Py_ssize_t i = 0; i < nargs; i++)
-			*va_arg(ap, PyObject **) = args[i];
-		va_end(ap);
-		return 0;
-	}
-	tuple = PyTuple_New(nargs);
 	for (Py_ssize_t i = 0; tuple && i < nargs; i++)
 		PyTuple_SetItem(tuple, i, Py_NewRef(args[i]));
 	if (tuple && nkw) {
@@ -48,6 +35,7 @@ int evspy_parse_fast(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
 			if (PyDict_SetItem(dict, PyTuple_GetItem(kwnames, i), args[nargs + i]) < 0)
 				Py_CLEAR(dict);
 	}
+	va_start(ap, kwlist);
 	if (tuple && (dict || !nkw))
 		ok = PyArg_VaParseTupleAndKeywords(tuple, dict, fmt, kwlist, ap);
 	va_end(ap);

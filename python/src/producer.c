@@ -199,7 +199,10 @@ static PyObject *producer_emit(PyObject *o, PyObject *const *args, Py_ssize_t na
 	Py_buffer b;
 	int r;
 
-	if (evspy_parse_fast(args, nargs, kwnames, 3, "OOO:emit", kwlist, &core_o, &type_o, &data))
+	PyObject **const out[] = { &core_o, &type_o, &data };
+
+	if (!evspy_positional(args, nargs, kwnames, 3, out, 3) &&
+	    evspy_parse_call(args, nargs, kwnames, "OOO:emit", kwlist, &core_o, &type_o, &data))
 		return NULL;
 	if ((r = evspy_int_in(type_o, 1, UINT32_MAX, &type))) {
 		if (r > 0)
@@ -285,8 +288,11 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssi
 	Py_buffer b;
 	char err[256];
 
-	if (evspy_parse_fast(args, nargs, kwnames, 2, "OO|OOO:emit_tensor", kwlist, &core_o,
-			     &prefix_o, &array, &pipe_o, &dtype_o))
+	PyObject **const out[] = { &core_o, &prefix_o, &array, &pipe_o, &dtype_o };
+
+	if (!evspy_positional(args, nargs, kwnames, 2, out, 5) &&
+	    evspy_parse_call(args, nargs, kwnames, "OO|OOO:emit_tensor", kwlist, &core_o, &prefix_o,
+			     &array, &pipe_o, &dtype_o))
 		return NULL;
 	if (pipe_o && (r = evspy_int_in(pipe_o, 0, 2, &pipe_v))) {
 		if (r > 0)

@@ -997,7 +997,10 @@ static PyObject *stream_read(PyObject *self, PyObject *const *args, Py_ssize_t n
 	double timeout;
 	int err, r;
 
-	if (evspy_parse_fast(args, nargs, kwnames, 0, "|O:read", kwlist, &to))
+	PyObject **const out[] = { &to };
+
+	if (!evspy_positional(args, nargs, kwnames, 0, out, 1) &&
+	    evspy_parse_call(args, nargs, kwnames, "|O:read", kwlist, &to))
 		return NULL;
 	timeout = parse_timeout(to, -1, &err);
 	if (err)
