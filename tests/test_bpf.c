@@ -714,6 +714,22 @@ static unsigned long long start_time_of(pid_t pid)
 	return t;
 }
 
+/* A child that sleeps 30 s, exec'd (so its start time is final): its
+ * pid, and its start time to *start. */
+static pid_t sleeper(unsigned long long *start)
+{
+	pid_t child = fork();
+
+	ck_assert(child >= 0);
+	if (child == 0) {
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	usleep(100 * 1000);
+	*start = start_time_of(child);
+	return child;
+}
+
 /* --detach reads the owner map for a pid to signal: one of another layout
  * is not read (its first bytes name a live process here), only removed. */
 START_TEST(test_detach_signals_no_pid_from_an_owner_map_of_another_layout)
@@ -727,14 +743,7 @@ START_TEST(test_detach_signals_no_pid_from_an_owner_map_of_another_layout)
 	pid_t child;
 
 	NEED_BPF(dir);
-	child = fork();
-	ck_assert(child >= 0);
-	if (child == 0) {
-		execl("/bin/sleep", "sleep", "30", (char *)NULL);
-		_exit(127);
-	}
-	usleep(100 * 1000);   /* exec'd: its start time is final */
-	start = start_time_of(child);
+	child = sleeper(&start);
 	ck_assert_int_eq(mkdir(dir, 0700), 0);
 	snprintf(path, sizeof(path), "%s/drops_owner", dir);
 	fd = plant_map(path, BPF_MAP_TYPE_HASH, 4, sizeof(value), 1);
@@ -765,15 +774,8 @@ START_TEST(test_detach_stops_an_owner_recorded_in_the_layout_before)
 	pid_t child;
 
 	NEED_BPF(dir);
-	child = fork();
-	ck_assert(child >= 0);
-	if (child == 0) {
-		execl("/bin/sleep", "sleep", "30", (char *)NULL);
-		_exit(127);
-	}
-	usleep(100 * 1000);
+	child = sleeper(&before.start);
 	before.pid = (__u32)child;
-	before.start = start_time_of(child);
 	ck_assert_int_eq(mkdir(dir, 0700), 0);
 	snprintf(path, sizeof(path), "%s/drops_owner", dir);
 	fd = plant_map(path, BPF_MAP_TYPE_HASH, 4, sizeof(before), 1);

@@ -322,6 +322,19 @@ def demo_dump(procs, out, seed, extra=()):
     assert dump.wait(120) == 0 and demo.wait(60) == 0
 
 
+def nudge_a_float32(dump):
+    """Add 1.0 to element 1 of the first float32 tensor of a converted
+    dump that has two: its index line and the array as it is now."""
+    for line in open(dump / "index.jsonl"):
+        j = json.loads(line)
+        if j["kind"] == "tensor" and j["dtype"] == "float32" and j["bytes"] >= 8:
+            break
+    a = np.load(dump / j["file"])
+    a.flat[1] += 1.0
+    np.save(dump / j["file"], a)
+    return j, a
+
+
 def test_two_dumps_of_the_simulated_runtime(procs, tmpdir_fast):
     demo_dump(procs, tmpdir_fast / "a", 5)
     demo_dump(procs, tmpdir_fast / "b", 5)
@@ -329,13 +342,7 @@ def test_two_dumps_of_the_simulated_runtime(procs, tmpdir_fast):
     assert rc == 0, out + err
     # one element of one float32 tensor of B off by 1.0
     b = tmpdir_fast / "b"
-    for line in open(b / "index.jsonl"):
-        j = json.loads(line)
-        if j["kind"] == "tensor" and j["dtype"] == "float32" and j["bytes"] >= 8:
-            break
-    a = np.load(b / j["file"])
-    a.flat[1] += 1.0
-    np.save(b / j["file"], a)
+    j, a = nudge_a_float32(b)
     rc, out, err = compare(tmpdir_fast / "a", b)
     assert rc == 1, out + err
     where = str(np.unravel_index(1, a.shape)) if a.ndim > 1 else "(1,)"
@@ -360,13 +367,7 @@ def test_a_raw_dump_is_compared_without_converting_it(procs, tmpdir_fast):
     assert conv.returncode == 0, conv.stderr
     rc, out, err = compare(raw, npy)
     assert rc == 0 and "all " in out and "tensors match" in out, out + err
-    for line in open(npy / "index.jsonl"):
-        j = json.loads(line)
-        if j["kind"] == "tensor" and j["dtype"] == "float32" and j["bytes"] >= 8:
-            break
-    a = np.load(npy / j["file"])
-    a.flat[1] += 1.0
-    np.save(npy / j["file"], a)
+    j, a = nudge_a_float32(npy)
     rc, out, err = compare(raw, npy)
     assert rc == 1 and "first divergence: core %d seq %d" % (j["core"], j["seq"]) in out, out + err
     # an offset that is not the tensor's record is named, not read
