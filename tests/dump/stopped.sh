@@ -23,8 +23,13 @@ exits_2_saying() {
 	grep -q "$5" "$3" || { cat "$3"; fail "$4: message"; }
 }
 
+# Bounds of "at once", far below the 30 s evs-dump would try and the
+# 10 s a producer waits: generous, so that a loaded host's process start
+# and polling (wait_pid) cannot fail them; a hang still does.
+AT_ONCE_MS=3000
+
 # signal_while_connecting SIG TAG: evs-dump tries for up to 30 s; SIG
-# 0.5 s in must end it within a second, exit 2, said.
+# 0.5 s in must end it at once, exit 2, said.
 signal_while_connecting() {
 	local sig=$1 tag=$2 t0 log
 	start_dump "$T/$tag" --no-print --wait 30
@@ -35,7 +40,7 @@ signal_while_connecting() {
 	kill -"$sig" "$DUMP_PID"
 	exits_2_saying "$DUMP_PID" 5 "$log" "$tag: SIG$sig" \
 		"SIG$sig while waiting for producer '$NAME'; nothing was dumped" "$t0"
-	[ "$MS" -lt 1000 ] || fail "$tag: SIG$sig took $MS ms to end evs-dump"
+	[ "$MS" -lt "$AT_ONCE_MS" ] || fail "$tag: SIG$sig took $MS ms to end evs-dump"
 	ok "$tag: SIG$sig ended evs-dump in $MS ms, exit 2"
 }
 
@@ -77,5 +82,5 @@ pid=$!
 PIDS+=("$pid")
 exits_2_saying "$pid" 5 "$T/second.err" "second producer" \
 	"already running (pid $DEMO_PID holds" "$t0"
-[ "$MS" -lt 1000 ] || fail "second producer took $MS ms to fail"
+[ "$MS" -lt "$AT_ONCE_MS" ] || fail "second producer took $MS ms to fail"
 ok "a second producer of the name: '$(cat "$T/second.err")' in $MS ms"
