@@ -106,7 +106,7 @@ static inline uint64_t consumer_read_off(const struct evs_consumer *c)
 static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
 {
 	/* more than a ring ahead, behind us, or off the record grid: corrupt */
-	uint64_t read_pos = consumer_read_pos(c), ring_end = c->cons_pos + c->cap;
+	uint64_t read_pos = consumer_read_pos(c);
 
 	if (unlikely(p - c->cons_pos > c->cap || p % EVS_RECORD_ALIGN ||
 		     p - c->cons_pos < read_pos - c->cons_pos))
@@ -114,7 +114,7 @@ static int consumer_take_pos(struct evs_consumer *c, uint64_t p)
 				       "record grid in %llu..%llu (from what was read to one ring "
 				       "past the consumer)", (unsigned long long)p, EVS_RECORD_ALIGN,
 				       (unsigned long long)read_pos,
-				       (unsigned long long)ring_end);
+				       (unsigned long long)c->cons_pos + (unsigned long long)c->cap);
 	c->prod_cache = p;
 	return p == read_pos ? -EAGAIN : 0;
 }

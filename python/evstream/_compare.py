@@ -62,10 +62,9 @@ class Index:
     def gap_before(self, core, seq):
         """(seq of the line after the gap, events lost) of the gap that
         holds seq, or None."""
-        gaps = self.gaps.get(core)
+        gaps = self.gaps.get(core)      # sorted by read_index()
         if not gaps:
             return None
-        gaps.sort()     # a bisection: a run that drops much has many gaps
         i = bisect.bisect_right(gaps, (seq, math.inf))
         if i < len(gaps) and gaps[i][0] - gaps[i][1] <= seq:
             return gaps[i]
@@ -127,6 +126,9 @@ def read_index(d):
             raise BadInput("%s line %d: not an index line (%s)" % (path, n, e)) from None
         index.tensors.setdefault(t.core, []).append(t)
         note(index, t.core, t.seq, j.get("gap"), "tensor", t.prefix)
+    # for gap_before()'s bisection: a run that drops much has many gaps
+    for gaps in index.gaps.values():
+        gaps.sort()
     return index
 
 

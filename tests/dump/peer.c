@@ -10,6 +10,11 @@
  *       of extreme shapes through emit_tensor, some of which NumPy cannot
  *       represent; then a good tensor. Exits, closing its stream, once
  *       the consumer has taken them all.
+ *   dump-peer NAME corrupt
+ *       one core; once a consumer is there, one record whose header,
+ *       written over by hand after it was sealed and before it was
+ *       published, claims more payload than the ring holds: the stream is
+ *       corrupt. Exits once the consumer has left.
  *   dump-peer NAME first-connect N
  *       two cores; as soon as core 0 has a consumer, N events on core 0,
  *       then exits at once: a dumper still connecting core 1 finds no
@@ -86,6 +91,22 @@ static int contradict(struct evs_producer *p)
 	return err ? 1 : 0;
 }
 
+static int corrupt(struct evs_producer *p)
+{
+	struct evs_event_header *h;
+	uint8_t *payload = evs_producer__reserve(p, 0, 2, 16);
+
+	if (!payload)
+		return 1;
+	memset(payload, 0, 16);
+	if (evs_producer__commit_deferred(p, 0))
+		return 1;
+	/* the record's header lies right before its payload in the ring */
+	h = (struct evs_event_header *)(payload - sizeof(*h));
+	h->data_size = 1ull << 40;
+	return evs_producer__publish(p, 0) ? 1 : 0;
+}
+
 static int first_connect(struct evs_producer *p, uint64_t n)
 {
 	struct evs_tensor t = { .prefix = "step", .pipe = 1 }; /* a device print */
@@ -107,8 +128,9 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "first-connect") && argc == 4) {
 		if (cli_parse_u64("N", argv[3], 1, 1000000, 0, &n))
 			return 2;
-	} else if (strcmp(mode, "contradict") || argc != 3) {
-		fprintf(stderr, "usage: dump-peer NAME contradict | dump-peer NAME first-connect N\n");
+	} else if ((strcmp(mode, "contradict") && strcmp(mode, "corrupt")) || argc != 3) {
+		fprintf(stderr, "usage: dump-peer NAME contradict | dump-peer NAME corrupt | "
+			"dump-peer NAME first-connect N\n");
 		return 2;
 	}
 	p = evs_producer__new(name, ncores, NULL);
@@ -131,6 +153,20 @@ int main(int argc, char **argv)
 		}
 		if (ncores == 1)
 			usleep(1000);
+	}
+	if (!strcmp(mode, "corrupt")) {
+		rc = corrupt(p);
+		/* until the consumer gives the stream up and leaves */
+		for (;;) {
+			struct evs_stream_stats st = { .sz = sizeof(st) };
+
+			if (evs_producer__stats(p, 0, &st) || !st.connected ||
+			    cli_now_ns() > deadline)
+				break;
+			usleep(1000);
+		}
+		evs_producer__free(p);
+		return rc;
 	}
 	rc = n ? first_connect(p, n) : contradict(p);
 	/* contradict: the dumper takes its records only once it has
