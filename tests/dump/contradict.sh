@@ -7,12 +7,9 @@
 # loads with NumPy.
 . "$(dirname "$0")/lib.sh"
 
-PEER=$ROOT/$BUILD/tests/dump-peer
-"$PEER" "$NAME" contradict 2>"$T/peer.err" &
-peer=$!
-PIDS+=("$peer")
+start_peer "$NAME" contradict
 start_dump "$T/x"
-wait_pid "$peer" 20 || { cat "$T/peer.err"; fail "dump-peer exited with $?"; }
+wait_pid "$PEER_PID" 20 || { cat "$T/peer.err"; fail "dump-peer exited with $?"; }
 wait_pid "$DUMP_PID" 20; rc=$?
 [ "$rc" -eq 1 ] || { cat "$T/x.stderr"; fail "evs-dump exited with $rc, expected 1 (malformed events)"; }
 grep -q "2 malformed events were indexed as \"bad\"" "$T/x.stderr" || { cat "$T/x.stderr"; fail "no word of the bad events"; }
@@ -46,11 +43,9 @@ PYEOF
 "$PY" demo/verify_dump.py "$T/x" || fail "verify_dump.py: a .npy that NumPy cannot load"
 
 # The same through a raw dump and the converter: the same index lines
-"$PEER" "$NAME" contradict 2>"$T/peer.err" &
-peer=$!
-PIDS+=("$peer")
+start_peer "$NAME" contradict
 start_dump "$T/r" --raw --no-print
-wait_pid "$peer" 20 || { cat "$T/peer.err"; fail "dump-peer exited with $?"; }
+wait_pid "$PEER_PID" 20 || { cat "$T/peer.err"; fail "dump-peer exited with $?"; }
 wait_pid "$DUMP_PID" 20
 "$DUMP" --convert "$T/r" -o "$T/rn" 2>"$T/rn.err"
 grep -q "3 empty tensors have shapes NumPy cannot represent" "$T/rn.err" || { cat "$T/rn.err"; fail "convert: no word of the unrepresentable shapes"; }

@@ -45,6 +45,14 @@ start_demo() {
 	PIDS+=("$DEMO_PID")
 }
 
+# start_peer NAME MODE ARGS...: tests/dump/peer.c's producer in the
+# background as $PEER_PID, its stderr in $T/peer.err.
+start_peer() {
+	"$ROOT/$BUILD/tests/dump-peer" "$@" 2>"$T/peer.err" &
+	PEER_PID=$!
+	PIDS+=("$PEER_PID")
+}
+
 # start_dump OUT ARGS...: evs-dump in the background as $DUMP_PID; its
 # stdout and stderr in $T/$(basename OUT).stdout/.stderr.
 start_dump() {
