@@ -1190,7 +1190,8 @@ int main(int argc, char **argv)
 
 		for (unsigned int i = 0; i < f.n; i++) {
 			died += f.s[i].died;
-			ended += f.s[i].done;
+			/* a broken stream ended too, but not closed by its producer */
+			ended += f.s[i].done && !f.s[i].broken;
 			lost += lost_total(&f.s[i]);
 			if (f.s[i].broken && !rc)
 				rc = 1;

@@ -41,6 +41,9 @@ $(BUILD)/kafka-gen: $(BUILD)/bench/kafka_gen.o $(TOOLS_LIB) $(BUILD)/libevstream
 kafka-tools: $(BUILD)/evs-forward $(BUILD)/evs-dump $(BUILD)/evs-demo $(BUILD)/tests/kafka/mock_cluster \
 	$(BUILD)/kafka-gen
 $(KAFKA_TESTS): kafka-tools
+# corrupt.sh's producer is evs-dump's test peer (tests/dump/peer.c, built
+# in tools/tools.mk, read after this fragment: hence $$)
+tests/kafka/corrupt.sh: $$(DUMP_PEER)
 
 # evs-forward and kcat -P into the mock cluster, 64-byte and 1 MiB events.
 .PHONY: bench-kafka

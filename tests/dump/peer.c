@@ -10,11 +10,13 @@
  *       of extreme shapes through emit_tensor, some of which NumPy cannot
  *       represent; then a good tensor. Exits, closing its stream, once
  *       the consumer has taken them all.
- *   dump-peer NAME corrupt
- *       one core; once a consumer is there, one record whose header,
- *       written over by hand after it was sealed and before it was
- *       published, claims more payload than the ring holds: the stream is
- *       corrupt. Exits once the consumer has left.
+ *   dump-peer NAME corrupt [N]
+ *       one core; once a consumer is there, N good float32 tensors
+ *       (default 0; "before =", shape (2,), both elements the tensor's
+ *       index), then one record whose header, written over by hand after
+ *       it was sealed and before it was published, claims more payload
+ *       than the ring holds: the stream is corrupt from there on. Exits
+ *       once the consumer has left.
  *   dump-peer NAME first-connect N
  *       two cores; as soon as core 0 has a consumer, N events on core 0,
  *       then exits at once: a dumper still connecting core 1 finds no
@@ -91,11 +93,22 @@ static int contradict(struct evs_producer *p)
 	return err ? 1 : 0;
 }
 
-static int corrupt(struct evs_producer *p)
+static int corrupt(struct evs_producer *p, uint64_t n)
 {
+	const uint64_t shape[1] = { 2 };
 	struct evs_event_header *h;
-	uint8_t *payload = evs_producer__reserve(p, 0, 2, 16);
+	uint8_t *payload;
 
+	/* what a consumer must still be handed before the corrupt record */
+	for (uint64_t i = 0; i < n; i++) {
+		const float v[2] = { (float)i, (float)i };
+		struct evs_tensor t = { .prefix = "before =", .pipe = 1, .dtype = "float32",
+					.ndim = 1, .shape = shape, .data = v };
+
+		if (evs_producer__emit_tensor(p, 0, &t))
+			return 1;
+	}
+	payload = evs_producer__reserve(p, 0, 2, 16);
 	if (!payload)
 		return 1;
 	memset(payload, 0, 16);
@@ -128,8 +141,11 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "first-connect") && argc == 4) {
 		if (cli_parse_u64("N", argv[3], 1, 1000000, 0, &n))
 			return 2;
+	} else if (!strcmp(mode, "corrupt") && argc == 4) {
+		if (cli_parse_u64("N", argv[3], 0, 1000, 0, &n))
+			return 2;
 	} else if ((strcmp(mode, "contradict") && strcmp(mode, "corrupt")) || argc != 3) {
-		fprintf(stderr, "usage: dump-peer NAME contradict | dump-peer NAME corrupt | "
+		fprintf(stderr, "usage: dump-peer NAME contradict | dump-peer NAME corrupt [N] | "
 			"dump-peer NAME first-connect N\n");
 		return 2;
 	}
@@ -155,7 +171,7 @@ int main(int argc, char **argv)
 			usleep(1000);
 	}
 	if (!strcmp(mode, "corrupt")) {
-		rc = corrupt(p);
+		rc = corrupt(p, n);
 		/* until the consumer gives the stream up and leaves */
 		for (;;) {
 			struct evs_stream_stats st = { .sz = sizeof(st) };
