@@ -754,7 +754,8 @@ int main(int argc, char **argv)
 
 		for (unsigned int i = 0; i < d.n; i++) {
 			died += d.s[i].died;
-			ended += d.s[i].done;
+			/* a broken stream ended too, but not closed by its producer */
+			ended += d.s[i].done && !d.s[i].broken;
 		}
 		if (died) {
 			fprintf(stderr, "evs-dump: producer '%s' died (hang-up without closing its streams); "
