@@ -10,17 +10,22 @@ of the same program), tensors are matched by sequence number instead: an
 event one run lost (a gap in its index) is then named as lost, and does
 not shift the pairing of every later tensor with its prefix. Values are compared
 as float64 (bfloat16 files hold bits: the index's dtype says so); dtypes
-NumPy does not know (``|Vn``) must be equal byte for byte. Files are read
-a slice at a time, .npy files and a --raw dump's core<N>.evsraw alike.
+NumPy does not know (``|Vn``) must be equal byte for byte, and are not
+compared with another dtype. Files are read a slice at a time, .npy files
+and a --raw dump's core<N>.evsraw alike. An empty tensor has nothing to
+read: one without a file (its shape NumPy cannot represent) is compared
+by its index line. A torn last index line (no newline: evs-dump stopped
+while writing it) is the end of the dump, said once.
 
 A tensor diverges when it is not allclose(A, B, rtol, atol) (|A - B| <=
 atol + rtol * |B|, NaN equal to NaN), or when --pcc is given and its
 Pearson correlation is below it. With --pcc alone, only the PCC counts.
+The relative error reported is |A - B| / |B| where B is not 0.
 
 Exit status: 0 no divergence; 1 a tensor diverges; 2 bad input (a dump
 or index line that cannot be read, a missing file, a file that is not a
-.npy array of numbers, tensors that do not line up or whose shapes
-differ: each named).
+.npy array of numbers, tensors that do not line up, whose shapes differ
+or that cannot be compared: each named).
 """
 import argparse
 import bisect
@@ -41,7 +46,7 @@ class BadInput(Exception):
 
 class Tensor:
     __slots__ = ("dump", "core", "seq", "prefix", "dtype", "shape", "file", "nth",
-                 "offset", "npy_dtype", "nbytes")
+                 "offset", "npy_dtype", "nbytes", "error")
 
     def label(self):
         return "core %d seq %d %r" % (self.core, self.seq, self.prefix)
@@ -58,6 +63,7 @@ class Index:
         self.gaps = {}
         self.last = {}
         self.repeated_seq = set()   # cores where a seq is indexed twice
+        self.torn = None            # (line number, bytes) of a torn last line
 
     def gap_before(self, core, seq):
         """(seq of the line after the gap, events lost) of the gap that
@@ -88,6 +94,12 @@ def read_index(d):
         raise BadInput("%s: cannot read the index (%s): not an evs-dump directory?"
                        % (path, e.strerror)) from None
     index = Index(d)
+    # evs-dump writes a line and its newline with one write(): what follows
+    # the last newline is the line it was writing when it stopped, the end
+    # of the dump, not read
+    torn = lines.pop()
+    if torn:
+        index.torn = (len(lines) + 1, len(torn))
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -119,6 +131,7 @@ def read_index(d):
             t.offset = j.get("offset")
             t.npy_dtype = j.get("npy_dtype")
             t.nbytes = j.get("bytes")
+            t.error = j.get("error")
             for what, v in (("prefix", t.prefix), ("dtype", t.dtype), ("file", t.file)):
                 if not isinstance(v, str) and not (what == "file" and v is None):
                     raise TypeError("%s %r is not a string" % (what, v))
@@ -249,14 +262,20 @@ class Data:
         return a
 
     def close(self):
-        self.f.close()
+        if self.f is not None:
+            self.f.close()
 
 
 def load(t):
     """The tensor's Data, its header and size checked; nothing is read yet."""
+    if t.file is None and 0 in t.shape and t.error is None:
+        # an empty tensor has no data: evs-dump writes no .npy for one whose
+        # shape NumPy cannot represent (its line's note), an index-only dump none
+        return Data(t, None, None, npy_dtype(t, "%s: %s" % (t.dump, t.label())), t.shape, 0)
     if t.file is None:
-        raise BadInput("%s: %s has no file (an index-only dump, or it could not be written)"
-                       % (t.dump, t.label()))
+        raise BadInput("%s: %s has no file (%s)" % (
+            t.dump, t.label(), "evs-dump could not write it: %s" % t.error if t.error
+            else "an index-only dump, or it could not be written"))
     path = os.path.join(t.dump, t.file)
     try:
         f = open(path, "rb")
@@ -324,16 +343,12 @@ def raw_data(t, path, f, size):
     """A tensor read in place from a --raw dump's core<N>.evsraw
     (docs/dump.md: a 64-byte header, then the reference payload, then the
     tensor's bytes in C order), typed by the index's npy_dtype."""
-    import numpy as np
     import struct
     where = "%s: %s" % (path, t.label())
     if not isinstance(t.offset, int) or not isinstance(t.nbytes, int) or \
             not isinstance(t.npy_dtype, str):
         raise BadInput("%s: a --raw dump's index line needs offset, bytes and npy_dtype" % where)
-    try:
-        dtype = np.dtype(t.npy_dtype)
-    except TypeError:
-        raise BadInput("%s: npy_dtype %r is not a NumPy dtype" % (where, t.npy_dtype)) from None
+    dtype = npy_dtype(t, where)
     if t.offset < RAW_HEADER or t.offset + RAW_HEADER > size:
         raise BadInput("%s: offset %d is outside the file (%d bytes)" % (where, t.offset, size))
     f.seek(t.offset)
@@ -348,6 +363,17 @@ def raw_data(t, path, f, size):
     return d
 
 
+def npy_dtype(t, where):
+    """The NumPy dtype the index line gives the tensor's elements."""
+    import numpy as np
+    try:
+        if not isinstance(t.npy_dtype, str):    # np.dtype(None) is float64
+            raise TypeError
+        return np.dtype(t.npy_dtype)
+    except TypeError:
+        raise BadInput("%s: npy_dtype %r is not a NumPy dtype" % (where, t.npy_dtype)) from None
+
+
 def values(t, a):
     """float64 values of a slice, or None for opaque elements (compared as bytes)."""
     import numpy as np
@@ -359,7 +385,8 @@ def values(t, a):
 
 
 class Result:
-    __slots__ = ("a", "b", "max_abs", "max_rel", "pcc", "worst", "va", "vb", "diverges")
+    __slots__ = ("a", "b", "max_abs", "max_rel", "zero_ref", "pcc", "worst", "va", "vb",
+                 "diverges", "opaque", "uncompared")
 
 
 class Moments:
@@ -456,17 +483,22 @@ def compare_data(ta, tb, a, b, atol, rtol, pcc_min, use_close):
                        % (ta.label(), a.shape, ta.dump, b.shape, tb.dump))
     r = Result()
     r.a, r.b = ta, tb
-    r.max_abs = r.max_rel = 0.0
+    r.max_abs = 0.0
+    r.max_rel = None            # over the elements where B is not 0
+    r.zero_ref = 0              # elements that differ where B is 0
     r.pcc = 1.0
     r.worst, r.va, r.vb = (), None, None
     r.diverges = False
-    if a.size == 0:
+    r.uncompared = None
+    # no NumPy type (|Vn): bytes only, which mean nothing against another dtype
+    r.opaque = opaque = a.dtype.kind == "V" or b.dtype.kind == "V"
+    if opaque:
+        r.max_abs = r.pcc = None
+    if opaque and (a.dtype != b.dtype or ta.dtype != tb.dtype):
+        r.uncompared = "%s is %s (%s) in A, %s (%s) in B" % (
+            ta.label(), ta.dtype, a.dtype.str, tb.dtype, b.dtype.str)
         return r
-    opaque = a.dtype.kind == "V" or b.dtype.kind == "V"
-    if opaque and a.dtype != b.dtype:
-        r.max_abs = r.max_rel = math.inf
-        r.pcc = 0.0
-        r.diverges = True
+    if a.size == 0:
         return r
     moments = Moments()
     worst, bad = -1, False
@@ -476,9 +508,11 @@ def compare_data(ta, tb, a, b, atol, rtol, pcc_min, use_close):
         count = min(CHUNK, a.size - start)
         ca, cb = a.read(start, count), b.read(start, count)
         if opaque:
-            if not np.array_equal(ca.view(np.uint8), cb.view(np.uint8)):
-                r.max_abs = r.max_rel = math.inf
-                r.pcc = 0.0
+            ne = (ca.view(np.uint8) != cb.view(np.uint8)).reshape(count, -1).any(axis=1)
+            if ne.any():
+                k = int(np.argmax(ne))
+                r.worst = tuple(int(i) for i in np.unravel_index(start + k, a.shape))
+                r.va, r.vb = ca[k].tobytes().hex(), cb[k].tobytes().hex()
                 r.diverges = True
                 return r
             continue
@@ -491,15 +525,20 @@ def compare_data(ta, tb, a, b, atol, rtol, pcc_min, use_close):
             if ints:
                 err = int_abs_diff(ca, cb)
             ref = np.abs(y)
-            rel = np.where(err == 0, 0.0, err / np.where(ref == 0, np.nan, ref))
-            rel = np.where(np.isnan(rel), np.inf, rel)
+            # |A - B| / |B| where B is not 0 (inf / inf: inf); where B is 0
+            # there is no relative error, and atol alone decides
+            nz = ref != 0
+            r.zero_ref += int(np.count_nonzero(~nz & (err != 0)))
+            if nz.any():
+                rel = np.where(err[nz] == 0, 0.0, err[nz] / ref[nz])
+                m = float(np.where(np.isnan(rel), np.inf, rel).max())
+                r.max_rel = m if r.max_rel is None else max(r.max_rel, m)
             bad = bad or bool((err > atol + rtol * np.where(np.isfinite(ref), ref, 0.0)).any())
         k = int(np.argmax(err))
         if worst < 0 or err[k] > r.max_abs:     # the first of the largest
             worst, r.max_abs = start + k, float(err[k])
             # integers shown as they are (float64 rounds those past 2**53)
             r.va, r.vb = (ca[k].item(), cb[k].item()) if ints else (float(x[k]), float(y[k]))
-        r.max_rel = max(r.max_rel, float(rel.max()))
         moments.add(x, y)
     if opaque:
         return r
@@ -522,9 +561,15 @@ def fmt(v):
 def print_first(r, out, a, b):
     print("first divergence: %s (A) / seq %d (B), %s vs %s, shape %s"
           % (r.a.label(), r.b.seq, r.a.dtype, r.b.dtype, r.a.shape), file=out)
-    print("  max abs err %s at index %s (A %s, B %s); max rel err %s; pcc %s"
-          % (fmt(r.max_abs), r.worst, fmt(r.va), fmt(r.vb), fmt(r.max_rel), fmt(r.pcc)),
-          file=out, flush=True)
+    if r.opaque:
+        print("  compared byte for byte (%s has no NumPy type): element %s differs (A %s, B %s)"
+              % (r.a.dtype, r.worst, r.va, r.vb), file=out, flush=True)
+    else:
+        print("  max abs err %s at index %s (A %s, B %s); max rel err %s%s; pcc %s"
+              % (fmt(r.max_abs), r.worst, fmt(r.va), fmt(r.vb), fmt(r.max_rel),
+                 " (where B is not 0; %d element%s differ%s where B is 0)"
+                 % (r.zero_ref, "s" if r.zero_ref > 1 else "", "" if r.zero_ref > 1 else "s")
+                 if r.zero_ref else "", fmt(r.pcc)), file=out, flush=True)
     if not by_seq(a, b, r.a.core):
         # matched by order: a tensor lost before this pair shifts it
         for name, d, t in (("A", a, r.a), ("B", b, r.b)):
@@ -611,6 +656,12 @@ def main(argv=None):
     results, first = [], None
     try:
         a, b = read_index(args.dump_a), read_index(args.dump_b)
+        for d in (a, b) if os.path.realpath(a.dir) != os.path.realpath(b.dir) else (a,):
+            if d.torn:
+                print("compare: %s line %d is torn (%d bytes without a newline: evs-dump "
+                      "stopped while writing it): the dump ends before it"
+                      % (os.path.join(d.dir, "index.jsonl"), d.torn[0], d.torn[1]),
+                      file=sys.stderr)
         pairs, unmatched = pair_up(a, b, cores)
         if not pairs:
             raise BadInput("no tensors to compare in %s and %s%s" % (
@@ -636,7 +687,7 @@ def main(argv=None):
         print("compare: %s" % e, file=sys.stderr)
         return EXIT_BAD
     progress.clear()
-    rows = results if args.all else [r for r in results if r.diverges]
+    rows = results if args.all else [r for r in results if r.diverges or r.uncompared]
     if rows:
         print("  %4s %8s %-36s %-9s %-16s %10s %10s %9s %s" % (
             "core", "seq", "prefix", "dtype", "shape", "max_abs", "max_rel", "pcc", "status"),
@@ -644,22 +695,39 @@ def main(argv=None):
         for r in rows[:args.show]:
             print("  %4d %8d %-36s %-9s %-16s %10s %10s %9s %s" % (
                 r.a.core, r.a.seq, r.a.prefix[:36], r.a.dtype, str(r.a.shape)[:16],
-                fmt(r.max_abs), fmt(r.max_rel), fmt(r.pcc), "DIVERGES" if r.diverges else "ok"),
+                fmt(r.max_abs), fmt(r.max_rel), fmt(r.pcc),
+                "DIVERGES" if r.diverges else "NOT COMPARED" if r.uncompared else "ok"),
                 file=out)
         if len(rows) > args.show:
             print("  ... %d more (--show N)" % (len(rows) - args.show), file=out)
     print("  %4s %8s %10s %10s %10s %10s" % ("core", "tensors", "diverging", "max_abs", "max_rel",
                                              "min_pcc"), file=out)
+
+    def extreme(f, vs):
+        vs = [v for v in vs if v is not None]     # "-": opaque, or no |B| > 0
+        return f(vs) if vs else None
+
     for core in ncores:
         rs = [r for r in results if r.a.core == core]
         print("  %4d %8d %10d %10s %10s %10s" % (
-            core, len(rs), sum(r.diverges for r in rs), fmt(max(r.max_abs for r in rs)),
-            fmt(max(r.max_rel for r in rs)), fmt(min(r.pcc for r in rs))), file=out)
+            core, len(rs), sum(r.diverges for r in rs), fmt(extreme(max, (r.max_abs for r in rs))),
+            fmt(extreme(max, (r.max_rel for r in rs))), fmt(extreme(min, (r.pcc for r in rs)))),
+            file=out)
     n = sum(r.diverges for r in results)
-    print("compare: %s%s" % ("%d of %d tensors diverge" % (n, len(results)) if n
-                             else "all %d tensors match" % len(results),
-                             "; %d more are in one dump only" % len(unmatched) if unmatched
-                             else ""), file=out)
+    uncompared = [r for r in results if r.uncompared]
+    compared = len(results) - len(uncompared)
+    nbytes = sum(1 for r in results if r.opaque and not r.uncompared)
+    print("compare: %s%s%s%s" % ("%d of %d tensors diverge" % (n, compared) if n
+                                 else "all %d tensors match" % compared,
+                                 " (%d of dtypes NumPy does not know, byte for byte)" % nbytes
+                                 if nbytes else "",
+                                 "; %d more not compared" % len(uncompared) if uncompared else "",
+                                 "; %d more are in one dump only" % len(unmatched) if unmatched
+                                 else ""), file=out)
+    if uncompared:
+        print("compare: %d tensor pairs were not compared (a dtype NumPy does not know is "
+              "compared byte for byte, with the same dtype only); the first: %s"
+              % (len(uncompared), uncompared[0].uncompared), file=sys.stderr)
     if unmatched:
         # the others were compared (matched by seq, which a lost event does
         # not shift), but the dumps do not hold the same tensors
@@ -671,4 +739,4 @@ def main(argv=None):
         if len(unmatched) > args.show:
             print("  ... %d more (--show N)" % (len(unmatched) - args.show), file=sys.stderr)
         return EXIT_BAD
-    return EXIT_DIVERGE if n else EXIT_OK
+    return EXIT_BAD if uncompared else EXIT_DIVERGE if n else EXIT_OK

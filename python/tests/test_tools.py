@@ -11,7 +11,7 @@ import pytest
 from conftest import DEADLINE, PY, env, tool, unique
 
 NPY = {"float32": "<f4", "float64": "<f8", "bfloat16": "<u2", "int32": "<i4", "float16": "<f2",
-       "int64": "<i8", "uint64": "<u8"}
+       "int64": "<i8", "uint64": "<u8", "fp8_e4m3": "|V1", "fp8_e5m2": "|V1"}
 
 
 def write_dump(d, tensors):
@@ -110,6 +110,98 @@ def test_nan_and_inf(tmp_path):
     assert compare(tmp_path / "a", tmp_path / "b")[0] == 0
     rc, out, _ = compare(tmp_path / "a", tmp_path / "c")
     assert rc == 1 and "max abs err inf at index (0,)" in out
+
+
+def test_relative_error_where_the_golden_is_0(tmp_path):
+    # |A - B| <= atol + rtol * |B| (NumPy's isclose): where B is 0 atol alone
+    # decides, and there is no relative error to report (not inf)
+    gold = np.array([1.0, 0.0, 0.0, 4.0], np.float32)
+    write_dump(tmp_path / "b", [(0, "y", "float32", gold)])
+    write_dump(tmp_path / "a", [(0, "y", "float32", gold + np.float32([0, 1e-9, 0, 0]))])
+    write_dump(tmp_path / "c", [(0, "y", "float32", gold + np.float32([0, 1e-3, 0, 2e-3]))])
+    rc, out, err = compare(tmp_path / "a", tmp_path / "b", "--all")
+    assert rc == 0 and "all 1 tensors match" in out, (out, err)
+    assert "inf" not in out and "nan" not in out, out
+    assert compare(tmp_path / "a", tmp_path / "b", "--atol", "0")[0] == 1
+    rc, out, _ = compare(tmp_path / "c", tmp_path / "b")
+    assert rc == 1 and "max abs err 0.002 at index (3,)" in out and \
+        "max rel err 0.0005 (where B is not 0; 1 element differs where B is 0)" in out, out
+    assert compare(tmp_path / "c", tmp_path / "b", "--atol", "1e-2")[0] == 0
+    # A differs from B only where B is 0: no relative error at all
+    write_dump(tmp_path / "z", [(0, "y", "float32", np.zeros(4, np.float32))])
+    rc, out, _ = compare(tmp_path / "c", tmp_path / "z")
+    assert rc == 1 and "max rel err - (where B is not 0; 3 elements differ where B is 0)" in out
+    assert "inf" not in out, out
+
+
+def test_a_torn_last_index_line_ends_the_dump(tmp_path):
+    # evs-dump writes each index line with its newline in one write(): a last
+    # line without one is what it was writing when it stopped. It ends the
+    # dump, said once on stderr; the tensors before it are compared
+    for tag, cut in (("a", 40), ("b", 1)):      # torn within its JSON; only its newline
+        write_dump(tmp_path / tag, model())
+        idx = tmp_path / tag / "index.jsonl"
+        idx.write_bytes(idx.read_bytes()[:-cut])
+    rc, out, err = compare(tmp_path / "a", tmp_path / "b")
+    assert rc == 0 and "all 3 tensors match" in out, (out, err)
+    for tag in "ab":
+        assert err.count("compare: %s line 6 is torn" % (tmp_path / tag / "index.jsonl")) == 1, err
+    rc, out, err = compare(tmp_path / "a", tmp_path / "a")
+    assert rc == 0 and err.count(" is torn ") == 1, err
+    # a line elsewhere that is not an index line is bad input, named
+    idx = tmp_path / "b" / "index.jsonl"
+    lines = idx.read_bytes().split(b"\n")
+    lines[2] = lines[2][:-40]
+    idx.write_bytes(b"\n".join(lines))
+    rc, _, err = compare(tmp_path / "a", tmp_path / "b")
+    assert rc == 2 and "b/index.jsonl line 3: not an index line" in err, err
+
+
+UNFIT = {"seq": 7, "core": 0, "ts_ns": 0, "gap": 0, "kind": "tensor", "pipe": 1,
+         "dtype": "float32", "npy_dtype": "<f4", "shape": [2**33, 2**33, 0], "bytes": 0,
+         "file": None, "note": "empty tensor whose shape NumPy cannot represent: no .npy",
+         "prefix": "unfit"}
+
+
+def test_empty_tensors_match_with_or_without_a_file(tmp_path):
+    # an empty tensor's .npy is a header alone; evs-dump writes none for an
+    # empty tensor whose shape NumPy cannot represent (the line says so)
+    for tag in "ab":
+        write_dump(tmp_path / tag, [(0, "x", "float32", np.zeros((0, 3), np.float32))] +
+                   model()[:2])
+        with open(tmp_path / tag / "index.jsonl", "a") as idx:
+            idx.write(json.dumps(UNFIT) + "\n")
+    rc, out, err = compare(tmp_path / "a", tmp_path / "b", "--all")
+    assert rc == 0 and "all 4 tensors match" in out, (out, err)
+    assert "core 0 seq 7 'unfit'" not in err
+    # without its file because it could not be written: said so
+    write_dump(tmp_path / "c", [(0, "x", "float32", np.zeros((0, 3), np.float32))] + model()[:2])
+    with open(tmp_path / "c" / "index.jsonl", "a") as idx:
+        idx.write(json.dumps(dict(UNFIT, note=None, error="No space left on device")) + "\n")
+    rc, _, err = compare(tmp_path / "a", tmp_path / "c")
+    assert rc == 2 and "core 0 seq 7 'unfit' has no file (evs-dump could not write it: No " \
+        "space left on device)" in err, err
+
+
+def test_dtypes_numpy_does_not_know_are_compared_byte_for_byte(tmp_path):
+    v = np.arange(6, dtype=np.uint8).view("V1")
+    w = v.copy()
+    w.view(np.uint8)[3] = 0x4d
+    for tag, q, dtype in (("a", v, "fp8_e4m3"), ("b", v, "fp8_e4m3"), ("c", w, "fp8_e4m3"),
+                          ("e", v, "fp8_e5m2"), ("f", np.arange(6, dtype=np.float32), "float32")):
+        write_dump(tmp_path / tag, [(0, "q", dtype, q)] + model()[:1])
+    rc, out, err = compare(tmp_path / "a", tmp_path / "b")
+    assert rc == 0 and "all 2 tensors match (1 of dtypes NumPy does not know, byte for byte)" \
+        in out, (out, err)
+    rc, out, err = compare(tmp_path / "c", tmp_path / "b")
+    assert rc == 1 and "compared byte for byte (fp8_e4m3 has no NumPy type): element (3,) " \
+        "differs (A 4d, B 03)" in out and "inf" not in out, (out, err)
+    # against another dtype, even of the same size, bytes mean nothing
+    for tag, other in (("e", "fp8_e5m2 (|V1)"), ("f", "float32 (<f4)")):
+        rc, out, err = compare(tmp_path / "a", tmp_path / tag)
+        assert rc == 2 and "NOT COMPARED" in out and "all 1 tensors match; 1 more not " \
+            "compared" in out, (out, err)
+        assert "the first: core 0 seq 0 'q' is fp8_e4m3 (|V1) in A, %s in B" % other in err, err
 
 
 def write_run(d, steps=6, lost=(), leading_prints=0, change=None):
