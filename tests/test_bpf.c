@@ -73,7 +73,7 @@ static unsigned short drop_semaphore(void)
 static pid_t suite_pid;
 static const char *const pin_tags[] = { "multi", "lag", "sema", "reuse", "tool", "err",
 					  "json\t\x01\xff", "layout", "dir", "real", "user",
-					  "owner", "rel", "scope", "takeover" };
+					  "owner", "rel", "scope", "takeover", "fg" };
 
 static const char *pin_dir(const char *tag)
 {
@@ -922,6 +922,57 @@ START_TEST(test_reader_takes_over_when_the_owner_exits)
 }
 END_TEST
 
+/* The owner_pid of the first --json table an evs-drops prints on f. */
+static pid_t first_owner(FILE *f)
+{
+	char line[4096], *p;
+
+	ck_assert(fgets(line, sizeof(line), f));
+	p = strstr(line, "\"owner_pid\":");
+	ck_assert_msg(p, "%s", line);
+	return (pid_t)atoi(p + strlen("\"owner_pid\":"));
+}
+
+/* --background beside an owner in the foreground would start nothing that
+ * outlives it: refused, naming that owner and how to stop it. An owner in
+ * the background is joined: nothing new is started, exit 0. */
+START_TEST(test_background_refuses_while_a_foreground_owner_counts)
+{
+	const char *dir = pin_dir("fg");
+	char cmd[PATH_MAX + 256], args[PATH_MAX + 256], out[4096], want[PATH_MAX + 64];
+	pid_t owner;
+	FILE *f;
+
+	NEED_BPF(dir);
+	snprintf(cmd, sizeof(cmd), "%s --json -i 0.1 -n 100 --binary %s -d %s", tool_path(),
+		 this_lib()->path, dir);
+	f = popen(cmd, "r");
+	ck_assert(f);
+	owner = first_owner(f);
+	ck_assert_int_gt(owner, 0);
+	snprintf(args, sizeof(args), "--background --binary %s -d %s", this_lib()->path, dir);
+	ck_assert_msg(tool(args, out, sizeof(out)) != 0, "%s", out);
+	snprintf(want, sizeof(want), "evs-drops pid %d counts drops of %s", (int)owner,
+		 this_lib()->path);
+	ck_assert_msg(strstr(out, want) && strstr(out, "not in the background"), "%s", out);
+	snprintf(want, sizeof(want), "kill %d", (int)owner);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	ck_assert_uint_eq(drop_semaphore(), 1);   /* attached once */
+	kill(owner, SIGINT);
+	while (fgets(out, sizeof(out), f))
+		;
+	ck_assert_int_eq(pclose(f), 0);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "in the background; nothing else was started"), "%s", out);
+	ck_assert_uint_eq(drop_semaphore(), 1);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+}
+END_TEST
+
 static Suite *bpf_suite(void)
 {
 	Suite *s = suite_create("bpf");
@@ -946,6 +997,7 @@ static Suite *bpf_suite(void)
 	tcase_add_test(tc, test_tool_relative_pin_dir_is_the_callers);
 	tcase_add_test(tc, test_reader_reports_and_keeps_to_the_owners_library);
 	tcase_add_test(tc, test_reader_takes_over_when_the_owner_exits);
+	tcase_add_test(tc, test_background_refuses_while_a_foreground_owner_counts);
 	suite_add_tcase(s, tc);
 	return s;
 }

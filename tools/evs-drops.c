@@ -251,6 +251,29 @@ static void sleep_s(double s)
 	nanosleep(&ts, NULL);
 }
 
+/* A background owner is a session leader (setsid() below): an owner that
+ * is not ends with the terminal or script that started it. */
+static int owner_in_background(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	long sid = 0;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* comm may hold spaces: "state ppid pgrp session" follow the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %ld", &sid) != 1)
+		return 0;
+	return sid == pid;
+}
+
 /* Attach in a child that keeps the probe until --detach (SIGTERM). */
 static int run_background(const struct evs_drops_opts *o)
 {
@@ -277,9 +300,20 @@ static int run_background(const struct evs_drops_opts *o)
 			_exit(1);
 		if (!d) {
 			snprintf(msg, sizeof(msg), "E%s", evs_drops__errmsg());
+		} else if (!evs_drops__is_owner(d) && owner_in_background(evs_drops__owner_pid(d))) {
+			snprintf(msg, sizeof(msg), "Oevs-drops pid %d already counts drops of %s into "
+				 "%s in the background; nothing else was started",
+				 (int)evs_drops__owner_pid(d), evs_drops__binary(d),
+				 evs_drops__pin_dir(d));
 		} else if (!evs_drops__is_owner(d)) {
-			snprintf(msg, sizeof(msg), "Oalready counted by evs-drops pid %d",
-				 (int)evs_drops__owner_pid(d));
+			/* a background reader would leave nothing counting once the
+			 * owner exits: refuse rather than seem to have started */
+			snprintf(msg, sizeof(msg), "Eevs-drops pid %d counts drops of %s into %s, "
+				 "not in the background: counting stops when it exits, so no "
+				 "background evs-drops was started; stop it (Ctrl-C where it runs, "
+				 "or kill %d) and run --background again, or give another --pin-dir",
+				 (int)evs_drops__owner_pid(d), evs_drops__binary(d),
+				 evs_drops__pin_dir(d), (int)evs_drops__owner_pid(d));
 		} else {
 			snprintf(msg, sizeof(msg), "Kcounting drops of %s in the background "
 				 "(pid %d), maps in %s; `evs-drops --detach%s%s` stops it",
