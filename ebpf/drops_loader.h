@@ -43,7 +43,9 @@ void evs_drops__free(struct evs_drops *d);
  * takes the probe over when the owner has exited (as a new evs_drops__open
  * would; not in no_attach mode), and fails with -ESTALE when the pins are
  * no longer its maps (evs_drops__unpin(), --detach): then counting into
- * them would be seen by nobody.
+ * them would be seen by nobody. For an owner or reader of one process
+ * (pid), -ESRCH once that process exited: the probe is detached and the
+ * owner entry removed (counts stay pinned), so the next open may count.
  */
 int evs_drops__refresh(struct evs_drops *d);
 /* 1: this handle holds the probe attached; 0: it reads another's maps. */

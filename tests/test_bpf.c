@@ -73,7 +73,7 @@ static unsigned short drop_semaphore(void)
 static pid_t suite_pid;
 static const char *const pin_tags[] = { "multi", "lag", "sema", "reuse", "tool", "err",
 					  "json\t\x01\xff", "layout", "dir", "real", "user",
-					  "owner", "rel", "scope", "takeover", "fg" };
+					  "owner", "rel", "scope", "takeover", "fg", "pidexit" };
 
 static const char *pin_dir(const char *tag)
 {
@@ -973,6 +973,85 @@ START_TEST(test_background_refuses_while_a_foreground_owner_counts)
 }
 END_TEST
 
+/* A child of this test (so it maps libevstream) that, once a byte comes
+ * on *go, drops 10 events on a stalled stream and exits. */
+static pid_t dropper(int *go)
+{
+	int fds[2];
+	pid_t child;
+	char ch;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	child = fork();
+	ck_assert(child >= 0);
+	if (child == 0) {
+		struct stalled s;
+
+		close(fds[1]);
+		if (read(fds[0], &ch, 1) != 1)
+			_exit(1);
+		s = stalled_open("pidexit");
+		emit_n(s.p, 0, 10, SMALL, -ENOBUFS);
+		stalled_close(&s);       /* reports the batch */
+		_exit(0);
+	}
+	close(fds[0]);
+	*go = fds[1];
+	return child;
+}
+
+/* An owner of one process (--pid) notices that process exit: it says so,
+ * shows the counts up to its end, detaches and removes its owner entry, so
+ * the next --pid counts and nothing claims to count for a dead process. */
+START_TEST(test_pid_owner_lets_go_when_its_process_exits)
+{
+	const char *dir = pin_dir("pidexit");
+	char cmd[PATH_MAX + 256], line[4096], last[4096] = "", want[128], args[512];
+	struct evs_drops_owner cur;
+	int go, status, said = 0, fd;
+	__u32 key = 0;
+	pid_t child;
+	FILE *f;
+
+	NEED_BPF(dir);
+	child = dropper(&go);
+	snprintf(cmd, sizeof(cmd), "%s --json -i 0.1 -n 100 --pid %d -d %s 2>&1", tool_path(),
+		 (int)child, dir);
+	f = popen(cmd, "r");
+	ck_assert(f);
+	ck_assert_int_gt(first_owner(f), 0);
+	ck_assert(write(go, "x", 1) == 1);
+	close(go);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(want, sizeof(want), "process %d exited", (int)child);
+	while (fgets(line, sizeof(line), f)) {
+		said |= strstr(line, want) != NULL;
+		if (line[0] == '{')
+			snprintf(last, sizeof(last), "%s", line);
+	}
+	ck_assert_int_eq(pclose(f), 0);
+	ck_assert_msg(said, "evs-drops never said %s; last table: %s", want, last);
+	snprintf(want, sizeof(want), "{\"pid\":%d,", (int)child);
+	ck_assert_msg(strstr(last, "\"owner_pid\":0,") && strstr(last, want) &&
+		      strstr(last, "\"events\":10,"), "%s", last);
+
+	snprintf(cmd, sizeof(cmd), "%s/drops_owner", dir);
+	fd = bpf_obj_get(cmd);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(fd, &key, &cur), 0);
+	close(fd);
+
+	child = dropper(&go);
+	snprintf(args, sizeof(args), "--once -i 0.05 --pid %d -d %s", (int)child, dir);
+	int rc = tool(args, line, sizeof(line));
+	close(go);
+	waitpid(child, NULL, 0);
+	ck_assert_msg(rc == 0 && strstr(line, "counted by this process"), "%s", line);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
 static Suite *bpf_suite(void)
 {
 	Suite *s = suite_create("bpf");
@@ -998,6 +1077,7 @@ static Suite *bpf_suite(void)
 	tcase_add_test(tc, test_reader_reports_and_keeps_to_the_owners_library);
 	tcase_add_test(tc, test_reader_takes_over_when_the_owner_exits);
 	tcase_add_test(tc, test_background_refuses_while_a_foreground_owner_counts);
+	tcase_add_test(tc, test_pid_owner_lets_go_when_its_process_exits);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -335,8 +335,9 @@ static int run_background(const struct evs_drops_opts *o)
 			if (fd > 2)
 				close(fd);
 		}
-		while (!stop)
-			pause();
+		/* a --pid process that exits leaves nothing to count: let go */
+		while (!stop && !evs_drops__refresh(d))
+			sleep_s(1);
 		evs_drops__free(d);
 		_exit(0);
 	}
@@ -373,7 +374,7 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	struct evs_drops_opts o = { .sz = sizeof(o) };
-	int json = 0, detach = 0, bg = 0, c, err;
+	int json = 0, detach = 0, bg = 0, gone = 0, c, err;
 	long count = 0;
 	double interval = 1.0;
 	struct snap prev = { 0 }, cur = { 0 };
@@ -441,13 +442,17 @@ int main(int argc, char **argv)
 			(int)evs_drops__owner_pid(d), evs_drops__pin_dir(d));
 	if ((err = snap_take(d, &prev)))
 		fprintf(stderr, "evs-drops: reading the map: %s\n", strerror(-err));
-	for (long i = 0; !err && !stop && (!count || i < count); i++) {
+	for (long i = 0; !err && !stop && !gone && (!count || i < count); i++) {
 		int was_owner = evs_drops__is_owner(d);
 
 		sleep_s(interval);
 		if ((err = evs_drops__refresh(d))) {
 			fprintf(stderr, "evs-drops: %s\n", evs_drops__errmsg());
-			break;
+			if (err != -ESRCH)
+				break;
+			/* the --pid process exited: its last counts are still shown */
+			gone = 1;
+			err = 0;
 		}
 		if (!was_owner && evs_drops__is_owner(d) && !json)
 			fprintf(stderr, "evs-drops: the owner exited; this process counts now\n");
