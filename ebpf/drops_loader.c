@@ -816,8 +816,10 @@ int evs_drops__lookup(const struct evs_drops *d, pid_t pid, unsigned int core,
 	return bpf_map_lookup_elem(d->map_fd, &key, v) ? -errno : 0;
 }
 
-static void stop_owner(const char *pin_dir)
+/* The live owner's pid once it is stopped; 0 when none was running. */
+static pid_t stop_owner(const char *pin_dir)
 {
+	pid_t stopped = 0;
 	struct evs_drops_owner cur;
 	__u32 key = 0;
 	int fd;
@@ -828,7 +830,7 @@ static void stop_owner(const char *pin_dir)
 	memset(&cur, 0, sizeof(cur));
 	if ((check_pin(pin_dir, &pin_layouts[1], &fd) || fd < 0) &&
 	    (check_pin(pin_dir, &owner_layout_before, &fd) || fd < 0))
-		return;
+		return 0;
 	if (bpf_map_lookup_elem(fd, &key, &cur) == 0 && cur.pid != (__u32)getpid() &&
 	    owner_alive(&cur)) {
 		/* its links close with it, which detaches the probe */
@@ -840,16 +842,27 @@ static void stop_owner(const char *pin_dir)
 		}
 		if (owner_alive(&cur))
 			kill((pid_t)cur.pid, SIGKILL);
+		stopped = (pid_t)cur.pid;
 	}
 	close(fd);
+	return stopped;
 }
 
 int evs_drops__unpin(const char *dir)
 {
+	return evs_drops__unpin_report(dir, NULL);
+}
+
+int evs_drops__unpin_report(const char *dir, struct evs_drops_unpinned *r)
+{
+	struct evs_drops_unpinned none;
 	char pin_dir[PATH_MAX], path[PATH_MAX + 32];
 	struct stat st;
 	int err;
 
+	if (!r)
+		r = &none;
+	memset(r, 0, sizeof(*r));
 	errbuf[0] = 0;
 	err = absolute_dir(dir, pin_dir, sizeof(pin_dir));
 	if (err)
@@ -859,13 +872,15 @@ int evs_drops__unpin(const char *dir)
 	err = check_pin_dir(pin_dir);
 	if (err)
 		return err;
-	stop_owner(pin_dir);
+	r->stopped = stop_owner(pin_dir);
 	for (size_t i = 0; i < sizeof(pin_layouts) / sizeof(pin_layouts[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, pin_layouts[i].name);
 		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
 			return fail(EISDIR, "%s is a directory, not a pin of evs-drops: left in "
 				    "place (rmdir %s if it is not needed)", path, path);
-		if (unlink(path) && errno != ENOENT)
+		if (unlink(path) == 0)
+			r->pins++;
+		else if (errno != ENOENT)
 			return fail(errno, "unpinning %s: %s", path, strerror(errno));
 	}
 	if (rmdir(pin_dir)) {

@@ -68,6 +68,14 @@ int evs_drops__lookup(const struct evs_drops *d, pid_t pid, unsigned int core,
  */
 int evs_drops__unpin(const char *pin_dir);
 
+/* What evs_drops__unpin_report() found and did, for saying so. */
+struct evs_drops_unpinned {
+	pid_t stopped;  /* the live owner it stopped; 0: none was counting */
+	int pins;       /* pins it removed; 0: nothing was pinned */
+};
+/* evs_drops__unpin(), and what it did to *r (may be NULL). */
+int evs_drops__unpin_report(const char *pin_dir, struct evs_drops_unpinned *r);
+
 /* Whether BPF can be used here at all; 0 or -errno with evs_drops__errmsg()
  * saying why (not root, bpffs, BTF). */
 int evs_drops__check_env(const char *pin_dir);

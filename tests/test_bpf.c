@@ -73,7 +73,8 @@ static unsigned short drop_semaphore(void)
 static pid_t suite_pid;
 static const char *const pin_tags[] = { "multi", "lag", "sema", "reuse", "tool", "err",
 					  "json\t\x01\xff", "layout", "dir", "real", "user",
-					  "owner", "rel", "scope", "takeover", "fg", "pidexit" };
+					  "owner", "rel", "scope", "takeover", "fg", "pidexit",
+					  "said" };
 
 static const char *pin_dir(const char *tag)
 {
@@ -1052,6 +1053,37 @@ START_TEST(test_pid_owner_lets_go_when_its_process_exits)
 }
 END_TEST
 
+/* --detach says what it did: stopped a live owner, removed counts nobody
+ * was adding to, or found nothing. */
+START_TEST(test_detach_says_what_it_did)
+{
+	const char *dir = pin_dir("said");
+	char args[PATH_MAX + 256], out[4096], want[256], *p;
+	int bg;
+
+	NEED_BPF(dir);
+	snprintf(args, sizeof(args), "--background --binary %s -d %s", this_lib()->path, dir);
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	p = strstr(out, "(pid ");
+	ck_assert_msg(p, "%s", out);
+	bg = atoi(p + strlen("(pid "));
+	snprintf(args, sizeof(args), "--detach -d %s", dir);
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	snprintf(want, sizeof(want), "stopped evs-drops pid %d, which counted into %s, and "
+		 "removed its counts", bg, dir);
+	ck_assert_msg(strstr(out, want), "%s", out);
+
+	evs_drops__free(attach(dir));   /* pins left, owner gone */
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	snprintf(want, sizeof(want), "nothing was counting into %s; removed the counts", dir);
+	ck_assert_msg(strstr(out, want) && !strstr(out, "stopped"), "%s", out);
+
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	snprintf(want, sizeof(want), "nothing pinned at %s: nothing to detach", dir);
+	ck_assert_msg(strstr(out, want), "%s", out);
+}
+END_TEST
+
 static Suite *bpf_suite(void)
 {
 	Suite *s = suite_create("bpf");
@@ -1078,6 +1110,7 @@ static Suite *bpf_suite(void)
 	tcase_add_test(tc, test_reader_takes_over_when_the_owner_exits);
 	tcase_add_test(tc, test_background_refuses_while_a_foreground_owner_counts);
 	tcase_add_test(tc, test_pid_owner_lets_go_when_its_process_exits);
+	tcase_add_test(tc, test_detach_says_what_it_did);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -418,15 +418,23 @@ int main(int argc, char **argv)
 
 	if (detach) {
 		const char *dir = o.pin_dir ? o.pin_dir : EVS_DROPS_PIN_DIR;
+		struct evs_drops_unpinned r;
 
 		err = evs_drops__check_env(dir);
 		if (!err)
-			err = evs_drops__unpin(dir);
+			err = evs_drops__unpin_report(dir, &r);
 		if (err) {
 			fprintf(stderr, "evs-drops: %s\n", evs_drops__errmsg());
 			return 1;
 		}
-		printf("evs-drops: detached; nothing pinned at %s\n", dir);
+		if (r.stopped)
+			printf("evs-drops: stopped evs-drops pid %d, which counted into %s, and "
+			       "removed its counts\n", (int)r.stopped, dir);
+		else if (r.pins)
+			printf("evs-drops: nothing was counting into %s; removed the counts "
+			       "left pinned there\n", dir);
+		else
+			printf("evs-drops: nothing pinned at %s: nothing to detach\n", dir);
 		return 0;
 	}
 	if (bg)
