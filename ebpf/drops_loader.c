@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +34,9 @@
 #ifndef CAP_BPF
 #define CAP_BPF 39
 #endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 struct evs_drops {
 	struct drops_bpf *skel;   /* NULL in no_attach mode */
@@ -42,6 +46,7 @@ struct evs_drops {
 	__u32 map_id;             /* the drops map's, to tell whether its pin is still it */
 	pid_t owner_pid;
 	pid_t target_pid;         /* 0: every process that maps binary */
+	int target_fd;            /* pidfd of target_pid, -1: none */
 	int scope_given;          /* binary or pid asked for, not defaulted */
 	char pin_dir[PATH_MAX];
 	char binary[PATH_MAX];
@@ -473,6 +478,61 @@ static void owner_release(int fd)
 		bpf_map_delete_elem(fd, &key);
 }
 
+/* A pidfd turns readable when its process exits (a zombie has exited too)
+ * and never names another process that gets the pid later. */
+static void target_watch(struct evs_drops *d)
+{
+	if (d->target_fd >= 0)
+		close(d->target_fd);
+	d->target_fd = d->target_pid ? (int)syscall(SYS_pidfd_open, d->target_pid, 0) : -1;
+}
+
+/* Without a pidfd (kernels before 5.3, valgrind): gone when /proc has no
+ * such process or only its zombie. */
+static int proc_exited(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');  /* the state follows comm, which may hold ')' */
+	return p && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static int target_gone(const struct evs_drops *d)
+{
+	struct pollfd p = { .fd = d->target_fd, .events = POLLIN };
+
+	if (!d->target_pid)
+		return 0;
+	if (d->target_fd < 0)
+		return proc_exited(d->target_pid);
+	return poll(&p, 1, 0) > 0;
+}
+
+/* Nothing is left to count: a probe kept for the dead process, and its
+ * owner entry, would claim counting that no longer happens and turn away
+ * the next --pid. The counts stay pinned. */
+static int target_exited(struct evs_drops *d)
+{
+	if (d->link) {
+		bpf_link__destroy(d->link);
+		d->link = NULL;
+		owner_release(d->owner_fd);
+	}
+	d->owner_pid = 0;
+	return fail(ESRCH, "process %d exited: nothing is left to count; its counts stay "
+		    "pinned in %s (evs-drops --detach removes them)", (int)d->target_pid,
+		    d->pin_dir);
+}
+
 static void describe_scope(char *buf, size_t len, const char *binary, pid_t pid)
 {
 	if (pid)
@@ -497,6 +557,7 @@ static int follow_owner(struct evs_drops *d, const struct evs_drops_owner *o)
 	}
 	d->owner_pid = (pid_t)o->pid;
 	d->target_pid = (pid_t)o->target_pid;
+	target_watch(d);
 	snprintf(d->binary, sizeof(d->binary), "%s", o->binary);
 	return 0;
 }
@@ -587,7 +648,7 @@ int evs_drops__refresh(struct evs_drops *d)
 	if (!d)
 		return -EINVAL;
 	if (d->link)
-		return 0;
+		return target_gone(d) ? target_exited(d) : 0;
 	/* --detach unpinned them: counting into them again would be invisible */
 	snprintf(path, sizeof(path), "%s/%s", d->pin_dir, EVS_DROPS_MAP);
 	fd = bpf_obj_get(path);
@@ -598,6 +659,8 @@ int evs_drops__refresh(struct evs_drops *d)
 	if (pi.map_id != d->map_id)
 		return fail(ESTALE, "the maps at %s were removed or replaced (evs-drops --detach?): "
 			    "this evs-drops stops; start it again to count anew", d->pin_dir);
+	if (target_gone(d))
+		return target_exited(d);
 	if (d->owner_fd >= 0 && bpf_map_lookup_elem(d->owner_fd, &key, &cur) == 0 &&
 	    owner_alive(&cur)) {
 		d->owner_pid = (pid_t)cur.pid;
@@ -624,8 +687,9 @@ struct evs_drops *evs_drops__open(const struct evs_drops_opts *opts)
 		err = -ENOMEM;
 		goto err_out;
 	}
-	d->map_fd = d->owner_fd = -1;
+	d->map_fd = d->owner_fd = d->target_fd = -1;
 	d->target_pid = pid;
+	target_watch(d);
 	d->scope_given = opts && (opts->binary || opts->pid);
 	err = absolute_dir(pin_dir, d->pin_dir, sizeof(d->pin_dir) - 32);
 	if (!err)
@@ -695,6 +759,8 @@ void evs_drops__free(struct evs_drops *d)
 		if (d->owner_fd >= 0)
 			close(d->owner_fd);
 	}
+	if (d->target_fd >= 0)
+		close(d->target_fd);
 	free(d);
 }
 
@@ -750,8 +816,10 @@ int evs_drops__lookup(const struct evs_drops *d, pid_t pid, unsigned int core,
 	return bpf_map_lookup_elem(d->map_fd, &key, v) ? -errno : 0;
 }
 
-static void stop_owner(const char *pin_dir)
+/* The live owner's pid once it is stopped; 0 when none was running. */
+static pid_t stop_owner(const char *pin_dir)
 {
+	pid_t stopped = 0;
 	struct evs_drops_owner cur;
 	__u32 key = 0;
 	int fd;
@@ -762,7 +830,7 @@ static void stop_owner(const char *pin_dir)
 	memset(&cur, 0, sizeof(cur));
 	if ((check_pin(pin_dir, &pin_layouts[1], &fd) || fd < 0) &&
 	    (check_pin(pin_dir, &owner_layout_before, &fd) || fd < 0))
-		return;
+		return 0;
 	if (bpf_map_lookup_elem(fd, &key, &cur) == 0 && cur.pid != (__u32)getpid() &&
 	    owner_alive(&cur)) {
 		/* its links close with it, which detaches the probe */
@@ -774,16 +842,27 @@ static void stop_owner(const char *pin_dir)
 		}
 		if (owner_alive(&cur))
 			kill((pid_t)cur.pid, SIGKILL);
+		stopped = (pid_t)cur.pid;
 	}
 	close(fd);
+	return stopped;
 }
 
 int evs_drops__unpin(const char *dir)
 {
+	return evs_drops__unpin_report(dir, NULL);
+}
+
+int evs_drops__unpin_report(const char *dir, struct evs_drops_unpinned *r)
+{
+	struct evs_drops_unpinned none;
 	char pin_dir[PATH_MAX], path[PATH_MAX + 32];
 	struct stat st;
 	int err;
 
+	if (!r)
+		r = &none;
+	memset(r, 0, sizeof(*r));
 	errbuf[0] = 0;
 	err = absolute_dir(dir, pin_dir, sizeof(pin_dir));
 	if (err)
@@ -793,13 +872,15 @@ int evs_drops__unpin(const char *dir)
 	err = check_pin_dir(pin_dir);
 	if (err)
 		return err;
-	stop_owner(pin_dir);
+	r->stopped = stop_owner(pin_dir);
 	for (size_t i = 0; i < sizeof(pin_layouts) / sizeof(pin_layouts[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, pin_layouts[i].name);
 		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
 			return fail(EISDIR, "%s is a directory, not a pin of evs-drops: left in "
 				    "place (rmdir %s if it is not needed)", path, path);
-		if (unlink(path) && errno != ENOENT)
+		if (unlink(path) == 0)
+			r->pins++;
+		else if (errno != ENOENT)
 			return fail(errno, "unpinning %s: %s", path, strerror(errno));
 	}
 	if (rmdir(pin_dir)) {

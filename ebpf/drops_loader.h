@@ -43,7 +43,9 @@ void evs_drops__free(struct evs_drops *d);
  * takes the probe over when the owner has exited (as a new evs_drops__open
  * would; not in no_attach mode), and fails with -ESTALE when the pins are
  * no longer its maps (evs_drops__unpin(), --detach): then counting into
- * them would be seen by nobody.
+ * them would be seen by nobody. For an owner or reader of one process
+ * (pid), -ESRCH once that process exited: the probe is detached and the
+ * owner entry removed (counts stay pinned), so the next open may count.
  */
 int evs_drops__refresh(struct evs_drops *d);
 /* 1: this handle holds the probe attached; 0: it reads another's maps. */
@@ -65,6 +67,14 @@ int evs_drops__lookup(const struct evs_drops *d, pid_t pid, unsigned int core,
  * directory. 0 when nothing is left pinned (also when nothing was).
  */
 int evs_drops__unpin(const char *pin_dir);
+
+/* What evs_drops__unpin_report() found and did, for saying so. */
+struct evs_drops_unpinned {
+	pid_t stopped;  /* the live owner it stopped; 0: none was counting */
+	int pins;       /* pins it removed; 0: nothing was pinned */
+};
+/* evs_drops__unpin(), and what it did to *r (may be NULL). */
+int evs_drops__unpin_report(const char *pin_dir, struct evs_drops_unpinned *r);
 
 /* Whether BPF can be used here at all; 0 or -errno with evs_drops__errmsg()
  * saying why (not root, bpffs, BTF). */

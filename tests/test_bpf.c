@@ -73,7 +73,8 @@ static unsigned short drop_semaphore(void)
 static pid_t suite_pid;
 static const char *const pin_tags[] = { "multi", "lag", "sema", "reuse", "tool", "err",
 					  "json\t\x01\xff", "layout", "dir", "real", "user",
-					  "owner", "rel", "scope", "takeover" };
+					  "owner", "rel", "scope", "takeover", "fg", "pidexit",
+					  "said" };
 
 static const char *pin_dir(const char *tag)
 {
@@ -922,6 +923,167 @@ START_TEST(test_reader_takes_over_when_the_owner_exits)
 }
 END_TEST
 
+/* The owner_pid of the first --json table an evs-drops prints on f. */
+static pid_t first_owner(FILE *f)
+{
+	char line[4096], *p;
+
+	ck_assert(fgets(line, sizeof(line), f));
+	p = strstr(line, "\"owner_pid\":");
+	ck_assert_msg(p, "%s", line);
+	return (pid_t)atoi(p + strlen("\"owner_pid\":"));
+}
+
+/* --background beside an owner in the foreground would start nothing that
+ * outlives it: refused, naming that owner and how to stop it. An owner in
+ * the background is joined: nothing new is started, exit 0. */
+START_TEST(test_background_refuses_while_a_foreground_owner_counts)
+{
+	const char *dir = pin_dir("fg");
+	char cmd[PATH_MAX + 256], args[PATH_MAX + 256], out[4096], want[PATH_MAX + 64];
+	pid_t owner;
+	FILE *f;
+
+	NEED_BPF(dir);
+	snprintf(cmd, sizeof(cmd), "%s --json -i 0.1 -n 100 --binary %s -d %s", tool_path(),
+		 this_lib()->path, dir);
+	f = popen(cmd, "r");
+	ck_assert(f);
+	owner = first_owner(f);
+	ck_assert_int_gt(owner, 0);
+	snprintf(args, sizeof(args), "--background --binary %s -d %s", this_lib()->path, dir);
+	ck_assert_msg(tool(args, out, sizeof(out)) != 0, "%s", out);
+	snprintf(want, sizeof(want), "evs-drops pid %d counts drops of %s", (int)owner,
+		 this_lib()->path);
+	ck_assert_msg(strstr(out, want) && strstr(out, "not in the background"), "%s", out);
+	snprintf(want, sizeof(want), "kill %d", (int)owner);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	ck_assert_uint_eq(drop_semaphore(), 1);   /* attached once */
+	kill(owner, SIGINT);
+	while (fgets(out, sizeof(out), f))
+		;
+	ck_assert_int_eq(pclose(f), 0);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "in the background; nothing else was started"), "%s", out);
+	ck_assert_uint_eq(drop_semaphore(), 1);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+	ck_assert_uint_eq(drop_semaphore(), 0);
+}
+END_TEST
+
+/* A child of this test (so it maps libevstream) that, once a byte comes
+ * on *go, drops 10 events on a stalled stream and exits. */
+static pid_t dropper(int *go)
+{
+	int fds[2];
+	pid_t child;
+	char ch;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	child = fork();
+	ck_assert(child >= 0);
+	if (child == 0) {
+		struct stalled s;
+
+		close(fds[1]);
+		if (read(fds[0], &ch, 1) != 1)
+			_exit(1);
+		s = stalled_open("pidexit");
+		emit_n(s.p, 0, 10, SMALL, -ENOBUFS);
+		stalled_close(&s);       /* reports the batch */
+		_exit(0);
+	}
+	close(fds[0]);
+	*go = fds[1];
+	return child;
+}
+
+/* An owner of one process (--pid) notices that process exit: it says so,
+ * shows the counts up to its end, detaches and removes its owner entry, so
+ * the next --pid counts and nothing claims to count for a dead process. */
+START_TEST(test_pid_owner_lets_go_when_its_process_exits)
+{
+	const char *dir = pin_dir("pidexit");
+	char cmd[PATH_MAX + 256], line[4096], last[4096] = "", want[128], args[512];
+	struct evs_drops_owner cur;
+	int go, status, said = 0, fd;
+	__u32 key = 0;
+	pid_t child;
+	FILE *f;
+
+	NEED_BPF(dir);
+	child = dropper(&go);
+	snprintf(cmd, sizeof(cmd), "%s --json -i 0.1 -n 100 --pid %d -d %s 2>&1", tool_path(),
+		 (int)child, dir);
+	f = popen(cmd, "r");
+	ck_assert(f);
+	ck_assert_int_gt(first_owner(f), 0);
+	ck_assert(write(go, "x", 1) == 1);
+	close(go);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(want, sizeof(want), "process %d exited", (int)child);
+	while (fgets(line, sizeof(line), f)) {
+		said |= strstr(line, want) != NULL;
+		if (line[0] == '{')
+			snprintf(last, sizeof(last), "%s", line);
+	}
+	ck_assert_int_eq(pclose(f), 0);
+	ck_assert_msg(said, "evs-drops never said %s; last table: %s", want, last);
+	snprintf(want, sizeof(want), "{\"pid\":%d,", (int)child);
+	ck_assert_msg(strstr(last, "\"owner_pid\":0,") && strstr(last, want) &&
+		      strstr(last, "\"events\":10,"), "%s", last);
+
+	snprintf(cmd, sizeof(cmd), "%s/drops_owner", dir);
+	fd = bpf_obj_get(cmd);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(fd, &key, &cur), 0);
+	close(fd);
+
+	child = dropper(&go);
+	snprintf(args, sizeof(args), "--once -i 0.05 --pid %d -d %s", (int)child, dir);
+	int rc = tool(args, line, sizeof(line));
+	close(go);
+	waitpid(child, NULL, 0);
+	ck_assert_msg(rc == 0 && strstr(line, "counted by this process"), "%s", line);
+	ck_assert_int_eq(evs_drops__unpin(dir), 0);
+}
+END_TEST
+
+/* --detach says what it did: stopped a live owner, removed counts nobody
+ * was adding to, or found nothing. */
+START_TEST(test_detach_says_what_it_did)
+{
+	const char *dir = pin_dir("said");
+	char args[PATH_MAX + 256], out[4096], want[256], *p;
+	int bg;
+
+	NEED_BPF(dir);
+	snprintf(args, sizeof(args), "--background --binary %s -d %s", this_lib()->path, dir);
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	p = strstr(out, "(pid ");
+	ck_assert_msg(p, "%s", out);
+	bg = atoi(p + strlen("(pid "));
+	snprintf(args, sizeof(args), "--detach -d %s", dir);
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	snprintf(want, sizeof(want), "stopped evs-drops pid %d, which counted into %s, and "
+		 "removed its counts", bg, dir);
+	ck_assert_msg(strstr(out, want), "%s", out);
+
+	evs_drops__free(attach(dir));   /* pins left, owner gone */
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	snprintf(want, sizeof(want), "nothing was counting into %s; removed the counts", dir);
+	ck_assert_msg(strstr(out, want) && !strstr(out, "stopped"), "%s", out);
+
+	ck_assert_msg(tool(args, out, sizeof(out)) == 0, "%s", out);
+	snprintf(want, sizeof(want), "nothing pinned at %s: nothing to detach", dir);
+	ck_assert_msg(strstr(out, want), "%s", out);
+}
+END_TEST
+
 static Suite *bpf_suite(void)
 {
 	Suite *s = suite_create("bpf");
@@ -946,6 +1108,9 @@ static Suite *bpf_suite(void)
 	tcase_add_test(tc, test_tool_relative_pin_dir_is_the_callers);
 	tcase_add_test(tc, test_reader_reports_and_keeps_to_the_owners_library);
 	tcase_add_test(tc, test_reader_takes_over_when_the_owner_exits);
+	tcase_add_test(tc, test_background_refuses_while_a_foreground_owner_counts);
+	tcase_add_test(tc, test_pid_owner_lets_go_when_its_process_exits);
+	tcase_add_test(tc, test_detach_says_what_it_did);
 	suite_add_tcase(s, tc);
 	return s;
 }

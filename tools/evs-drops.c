@@ -251,6 +251,29 @@ static void sleep_s(double s)
 	nanosleep(&ts, NULL);
 }
 
+/* A background owner is a session leader (setsid() below): an owner that
+ * is not ends with the terminal or script that started it. */
+static int owner_in_background(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	long sid = 0;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* comm may hold spaces: "state ppid pgrp session" follow the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %ld", &sid) != 1)
+		return 0;
+	return sid == pid;
+}
+
 /* Attach in a child that keeps the probe until --detach (SIGTERM). */
 static int run_background(const struct evs_drops_opts *o)
 {
@@ -277,9 +300,20 @@ static int run_background(const struct evs_drops_opts *o)
 			_exit(1);
 		if (!d) {
 			snprintf(msg, sizeof(msg), "E%s", evs_drops__errmsg());
+		} else if (!evs_drops__is_owner(d) && owner_in_background(evs_drops__owner_pid(d))) {
+			snprintf(msg, sizeof(msg), "Oevs-drops pid %d already counts drops of %s into "
+				 "%s in the background; nothing else was started",
+				 (int)evs_drops__owner_pid(d), evs_drops__binary(d),
+				 evs_drops__pin_dir(d));
 		} else if (!evs_drops__is_owner(d)) {
-			snprintf(msg, sizeof(msg), "Oalready counted by evs-drops pid %d",
-				 (int)evs_drops__owner_pid(d));
+			/* a background reader would leave nothing counting once the
+			 * owner exits: refuse rather than seem to have started */
+			snprintf(msg, sizeof(msg), "Eevs-drops pid %d counts drops of %s into %s, "
+				 "not in the background: counting stops when it exits, so no "
+				 "background evs-drops was started; stop it (Ctrl-C where it runs, "
+				 "or kill %d) and run --background again, or give another --pin-dir",
+				 (int)evs_drops__owner_pid(d), evs_drops__binary(d),
+				 evs_drops__pin_dir(d), (int)evs_drops__owner_pid(d));
 		} else {
 			snprintf(msg, sizeof(msg), "Kcounting drops of %s in the background "
 				 "(pid %d), maps in %s; `evs-drops --detach%s%s` stops it",
@@ -301,8 +335,9 @@ static int run_background(const struct evs_drops_opts *o)
 			if (fd > 2)
 				close(fd);
 		}
-		while (!stop)
-			pause();
+		/* a --pid process that exits leaves nothing to count: let go */
+		while (!stop && !evs_drops__refresh(d))
+			sleep_s(1);
 		evs_drops__free(d);
 		_exit(0);
 	}
@@ -339,7 +374,7 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	struct evs_drops_opts o = { .sz = sizeof(o) };
-	int json = 0, detach = 0, bg = 0, c, err;
+	int json = 0, detach = 0, bg = 0, gone = 0, c, err;
 	long count = 0;
 	double interval = 1.0;
 	struct snap prev = { 0 }, cur = { 0 };
@@ -383,15 +418,23 @@ int main(int argc, char **argv)
 
 	if (detach) {
 		const char *dir = o.pin_dir ? o.pin_dir : EVS_DROPS_PIN_DIR;
+		struct evs_drops_unpinned r;
 
 		err = evs_drops__check_env(dir);
 		if (!err)
-			err = evs_drops__unpin(dir);
+			err = evs_drops__unpin_report(dir, &r);
 		if (err) {
 			fprintf(stderr, "evs-drops: %s\n", evs_drops__errmsg());
 			return 1;
 		}
-		printf("evs-drops: detached; nothing pinned at %s\n", dir);
+		if (r.stopped)
+			printf("evs-drops: stopped evs-drops pid %d, which counted into %s, and "
+			       "removed its counts\n", (int)r.stopped, dir);
+		else if (r.pins)
+			printf("evs-drops: nothing was counting into %s; removed the counts "
+			       "left pinned there\n", dir);
+		else
+			printf("evs-drops: nothing pinned at %s: nothing to detach\n", dir);
 		return 0;
 	}
 	if (bg)
@@ -407,13 +450,17 @@ int main(int argc, char **argv)
 			(int)evs_drops__owner_pid(d), evs_drops__pin_dir(d));
 	if ((err = snap_take(d, &prev)))
 		fprintf(stderr, "evs-drops: reading the map: %s\n", strerror(-err));
-	for (long i = 0; !err && !stop && (!count || i < count); i++) {
+	for (long i = 0; !err && !stop && !gone && (!count || i < count); i++) {
 		int was_owner = evs_drops__is_owner(d);
 
 		sleep_s(interval);
 		if ((err = evs_drops__refresh(d))) {
 			fprintf(stderr, "evs-drops: %s\n", evs_drops__errmsg());
-			break;
+			if (err != -ESRCH)
+				break;
+			/* the --pid process exited: its last counts are still shown */
+			gone = 1;
+			err = 0;
 		}
 		if (!was_owner && evs_drops__is_owner(d) && !json)
 			fprintf(stderr, "evs-drops: the owner exited; this process counts now\n");
