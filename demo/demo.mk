@@ -13,8 +13,13 @@ DEMO_SECONDS ?= 3
 # deps first (it installs what is missing), huge pages when root; then the
 # simulated runtime and the dumper for a few seconds, the summary, and a
 # verification of every file of the dump. With the eBPF tools buildable,
-# evs-drops too, for its table.
+# evs-drops too, for its table (ebpf/ebpf.mk adds it to DEMO_PROGS).
+# demo-programs is made by a make started after deps: this one read the
+# fragments before deps ran, so on a fresh machine it saw no clang.
+DEMO_PROGS += lib $(BUILD)/evs-dump $(BUILD)/evs-demo
+.PHONY: demo-programs
+demo-programs: $$(DEMO_PROGS)
+
 demo: deps check-env
-	@$(MAKE) --no-print-directory lib $(BUILD)/evs-dump $(BUILD)/evs-demo \
-		$(if $(EBPF_PROGS),$(if $(EBPF_MISSING),,$(BUILD)/evs-drops bpffs))
+	@$(MAKE) --no-print-directory demo-programs
 	@BUILD=$(BUILD) DUMP_DIR=$(DUMP_DIR) DEMO_SECONDS=$(DEMO_SECONDS) bash demo/demo.sh

@@ -64,6 +64,9 @@ $(BUILD)/evs-bench-drops: $(BUILD)/bench/drop_cost.o $(BUILD)/bench/common.o $(T
 	$(CC) $(OPT) $(CFLAGS) $(BUILD)/bench/drop_cost.o $(BUILD)/bench/common.o $(TOOLS_LIB) -o $@ \
 		$(PROG_LDFLAGS) $(EBPF_LIB) $(PROG_LDLIBS) $(EBPF_LIBS) -lm
 
+# make demo shows evs-drops' table
+DEMO_PROGS += $(BUILD)/evs-drops bpffs
+
 TEST_CFLAGS_test_bpf := -DEVS_HAVE_BPF=1 $(EBPF_CFLAGS)
 TEST_LDLIBS_test_bpf := $(EBPF_LIB) $(EBPF_LIBS)
 $(BUILD)/tests/test_bpf: $(EBPF_LIB) $(BUILD)/evs-drops

@@ -32,3 +32,5 @@ TESTS += tests/build_contract.sh
 TESTS += tests/deps_log.sh
 # scripts/run-tests.sh's tally: skipped parts of passing scripts counted and listed.
 TESTS += tests/run_tests_tally.sh
+# make demo / kafka-demo on a fresh machine: what they build is decided after deps.
+TESTS += tests/fresh_make.sh
