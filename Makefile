@@ -1,8 +1,8 @@
 # evstream — plain Makefile.
 #
-#   make          builds the library, the tools, the tests and the bench;
-#                 touches nothing outside build/ and says in one line what
-#                 it left out (and why)
+#   make          builds the library, the tools and the bench (the test
+#                 suites: make tests); touches nothing outside build/ and
+#                 says in one line what it left out (and why)
 #   make deps     the only target that installs (missing Debian packages)
 #   make test     deps + huge pages/bpffs when root, then every suite
 #   make demo     deps + huge pages, then the simulated runtime and the dumper
