@@ -130,12 +130,23 @@ def main(argv=None):
     except ValueError:
         p.error("--cores %r: use a list like 0,2-3 of cores 0 to 4095" % args.cores)
 
-    streams = []
+    show_preview = not args.no_preview
+    if show_preview:
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            print("tail: no value previews: they need NumPy (python3-numpy, which "
+                  "/usr/bin/python3 has); events, gaps and drops are shown", file=sys.stderr)
+            show_preview = False
+
+    streams, baseline = [], []
     try:
         for core in cores if cores is not None else range(4096):
             try:
                 streams.append(evstream.connect(args.producer, core,
                                                 timeout=args.wait if not streams else 2.0))
+                # drops from here on happen while tail watches
+                baseline.append(streams[-1].stats)
             except OSError as e:
                 if cores is None and streams and e.errno == errno.EINVAL:
                     break  # past the producer's last core
@@ -154,7 +165,7 @@ def main(argv=None):
         return 130
 
     out = sys.stdout
-    view = View(out, args.width, not args.no_preview)
+    view = View(out, args.width, show_preview)
     t0 = time.monotonic()
     deadline = t0 + args.seconds if args.seconds else None
     seen = 0
@@ -166,8 +177,9 @@ def main(argv=None):
               % (args.producer, ",".join(str(s.core) for s in streams), evstream.implementation),
               file=sys.stderr)
         sel = selectors.DefaultSelector()
-        for s in streams:
+        for s, st in zip(streams, baseline):
             sel.register(s.fileno(), selectors.EVENT_READ, s)
+            view.stats(s.core, st)
             view.stats(s.core, s.stats)
         last_stats = 0.0
         while live:

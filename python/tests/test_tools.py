@@ -515,6 +515,27 @@ def test_tail_shows_events_gaps_and_drops(procs):
     assert r.stderr.splitlines()[-2].split()[0] == "0"   # the summary table, core 0
 
 
+def test_tail_without_numpy_shows_events_and_says_why_no_values(procs):
+    name = unique("tail")
+    demo = procs.start([tool("evs-demo"), "--name", name, "--cores", "1", "--events", "50",
+                        "--rate", "2000"], stderr=subprocess.DEVNULL)
+    # an interpreter without NumPy (a pyenv build on PATH, say)
+    code = ("import runpy, sys\n"
+            "sys.modules['numpy'] = None\n"
+            "sys.argv[0] = 'evstream'\n"
+            "runpy.run_module('evstream', run_name='__main__')\n")
+    r = subprocess.run([PY, "-c", code, "tail", name, "--wait", "30"],
+                       env=env(), capture_output=True, text=True, timeout=300)
+    assert demo.wait(60) == 0
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    assert "no value previews: they need NumPy" in r.stderr, r.stderr
+    lines = r.stdout.splitlines()
+    assert any(line.startswith("c0   seq 0 ") for line in lines), r.stdout
+    # a preview ends a tensor's line as [v v v ... v v v]
+    assert not any(" tensor " in line and line.endswith("]") for line in lines), r.stdout
+
+
 def test_tail_shows_what_the_producer_wrote_without_obeying_it(procs):
     import evstream
     name = unique("tail")

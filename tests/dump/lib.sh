@@ -48,6 +48,9 @@ start_demo() {
 # start_peer NAME MODE ARGS...: tests/dump/peer.c's producer in the
 # background as $PEER_PID, its stderr in $T/peer.err.
 start_peer() {
+	# built by make tests, not by make: run alone, a missing one would
+	# show only as evs-dump's "no producer named ..."
+	[ -x "$ROOT/$BUILD/tests/dump-peer" ] || fail "$BUILD/tests/dump-peer is not built (make tests)"
 	"$ROOT/$BUILD/tests/dump-peer" "$@" 2>"$T/peer.err" &
 	PEER_PID=$!
 	PIDS+=("$PEER_PID")
