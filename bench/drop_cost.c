@@ -44,10 +44,16 @@ struct side {
 	double best, median;
 };
 
+/* Drops per timed chunk of a round of n: CHUNK or so, all n when fewer. */
+static long chunk_of(long n)
+{
+	return n / CHUNK > 0 ? n / (n / CHUNK) : n;
+}
+
 static void time_drops(struct evs_producer *p, long n, struct side *sd)
 {
-	long chunks = n / CHUNK > 0 ? n / CHUNK : 1;
-	long per = n / chunks;
+	long per = chunk_of(n);
+	long chunks = n / per;
 
 	for (long c = 0; c < chunks; c++) {
 		double t0 = (double)cli_now_ns();
@@ -201,9 +207,9 @@ int main(int argc, char **argv)
 	free(bpf.chunk);
 
 	if (json) {
-		printf("{\"bench\":\"drop_cost\",\"events\":%ld,\"chunk\":%d,\"batch\":%u,"
+		printf("{\"bench\":\"drop_cost\",\"events\":%ld,\"chunk\":%ld,\"batch\":%u,"
 		       "\"rounds\":%d,\"ns_per_drop_no_bpf\":%.2f,\"ns_per_drop_no_bpf_median\":%.2f",
-		       n, CHUNK, EVS__DROP_BATCH, rounds, no_bpf.best, no_bpf.median);
+		       n, chunk_of(per_round), EVS__DROP_BATCH, rounds, no_bpf.best, no_bpf.median);
 		if (rc == 0)
 			printf(",\"bpf\":true,\"ns_per_drop_bpf\":%.2f,\"ns_per_drop_bpf_median\":%.2f,"
 			       "\"ns_added_by_bpf\":%.2f,\"ns_per_probe_hit\":%.0f,"
@@ -218,8 +224,8 @@ int main(int argc, char **argv)
 		printf("}\n");
 	} else {
 		printf("drop cost: %ld drops per case in %d rounds that alternate without and with\n"
-		       "the program, timed in chunks of %d, %zu-byte events, batch %u\n",
-		       n, rounds, CHUNK, sizeof(payload), EVS__DROP_BATCH);
+		       "the program, timed in chunks of %ld, %zu-byte events, batch %u\n",
+		       n, rounds, chunk_of(per_round), sizeof(payload), EVS__DROP_BATCH);
 		printf("                            best chunk   median chunk\n");
 		printf("  without BPF:              %7.2f ns     %7.2f ns per dropped event\n",
 		       no_bpf.best, no_bpf.median);
@@ -230,8 +236,9 @@ int main(int argc, char **argv)
 			       bpf.best - no_bpf.best);
 			printf("  one probe hit (uprobe + BPF program): %.0f ns\n",
 			       bpf.hit_ns - no_bpf.hit_ns);
-			printf("  counted by BPF: %llu of %llu drops%s\n", counted, expect,
-			       counted == expect ? " (exact)" : " (MISMATCH)");
+			/* the timed drops and those of the probe-hit timing */
+			printf("  counted by BPF: %llu of the %llu drops while it was attached%s\n",
+			       counted, expect, counted == expect ? " (exact)" : " (MISMATCH)");
 		}
 	}
 	if (rc == 77)
