@@ -405,31 +405,36 @@ static int binary_of_pid(pid_t pid, char *buf, size_t len)
 		    "--binary if it links libevstream statically)", (int)pid);
 }
 
-static unsigned long long proc_start_time(pid_t pid)
+/* The last ')' of /proc/PID/stat, read into buf: the fields after comm
+ * (which may hold spaces and parentheses) follow it, " S ppid pgrp session
+ * ...". NULL with errno set (ENOENT: no such process) when it cannot be read. */
+static char *proc_stat(pid_t pid, char *buf, size_t len)
 {
-	char path[64], buf[1024];
-	unsigned long long t = 0;
-	FILE *f;
-	char *p;
+	char path[64], *p;
 	size_t n;
+	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	f = fopen(path, "r");
 	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = 0;
-	/* comm may hold spaces and parentheses: fields start after the last ')' */
 	p = strrchr(buf, ')');
 	if (!p)
-		return 0;
+		errno = EINVAL;
+	return p;
+}
+
+static unsigned long long proc_start_time(pid_t pid)
+{
+	char buf[1024], *p = proc_stat(pid, buf, sizeof(buf));
+
 	/* field 3 follows ") "; starttime is field 22 */
 	for (int field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
-	if (p)
-		t = strtoull(p + 1, NULL, 10);
-	return t;
+	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
 static int owner_alive(const struct evs_drops_owner *o)
@@ -491,19 +496,20 @@ static void target_watch(struct evs_drops *d)
  * such process or only its zombie. */
 static int proc_exited(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	size_t n;
-	FILE *f;
+	char buf[512], *p = proc_stat(pid, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
+	if (!p)
 		return errno == ENOENT;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	p = strrchr(buf, ')');  /* the state follows comm, which may hold ')' */
-	return p && (p[2] == 'Z' || p[2] == 'X');
+	return p[1] && (p[2] == 'Z' || p[2] == 'X');
+}
+
+int evs_drops__owner_in_background(const struct evs_drops *d)
+{
+	char buf[1024], *p = d && d->owner_pid ? proc_stat(d->owner_pid, buf, sizeof(buf)) : NULL;
+	long sid = 0;
+
+	/* " state ppid pgrp session" */
+	return p && sscanf(p + 1, " %*c %*d %*d %ld", &sid) == 1 && sid == d->owner_pid;
 }
 
 static int target_gone(const struct evs_drops *d)

@@ -51,6 +51,9 @@ int evs_drops__refresh(struct evs_drops *d);
 /* 1: this handle holds the probe attached; 0: it reads another's maps. */
 int evs_drops__is_owner(const struct evs_drops *d);
 pid_t evs_drops__owner_pid(const struct evs_drops *d);
+/* 1: the owner leads a session of its own, as evs-drops --background's
+ * child does (it outlives the terminal or script that started it). */
+int evs_drops__owner_in_background(const struct evs_drops *d);
 const char *evs_drops__binary(const struct evs_drops *d);
 const char *evs_drops__pin_dir(const struct evs_drops *d);
 

@@ -251,29 +251,6 @@ static void sleep_s(double s)
 	nanosleep(&ts, NULL);
 }
 
-/* A background owner is a session leader (setsid() below): an owner that
- * is not ends with the terminal or script that started it. */
-static int owner_in_background(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	long sid = 0;
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	/* comm may hold spaces: "state ppid pgrp session" follow the last ')' */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %ld", &sid) != 1)
-		return 0;
-	return sid == pid;
-}
-
 /* Attach in a child that keeps the probe until --detach (SIGTERM). */
 static int run_background(const struct evs_drops_opts *o)
 {
@@ -300,7 +277,7 @@ static int run_background(const struct evs_drops_opts *o)
 			_exit(1);
 		if (!d) {
 			snprintf(msg, sizeof(msg), "E%s", evs_drops__errmsg());
-		} else if (!evs_drops__is_owner(d) && owner_in_background(evs_drops__owner_pid(d))) {
+		} else if (!evs_drops__is_owner(d) && evs_drops__owner_in_background(d)) {
 			snprintf(msg, sizeof(msg), "Oevs-drops pid %d already counts drops of %s into "
 				 "%s in the background; nothing else was started",
 				 (int)evs_drops__owner_pid(d), evs_drops__binary(d),
