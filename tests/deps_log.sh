@@ -12,14 +12,8 @@ trap 'rm -rf "$t"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 mkdir "$t/bin" "$t/tmp"
-cat >"$t/bin/dpkg-query" <<'EOT'
-#!/bin/sh
-exit 1
-EOT
-cat >"$t/bin/sudo" <<'EOT'
-#!/bin/sh
-exec "$@"
-EOT
+. tests/fresh_machine.sh
+fresh_machine "$t/bin"
 # apt-get: APT_MODE fail (every install fails), ok, or retry (the first
 # install fails, then update and the second install succeed)
 cat >"$t/bin/apt-get" <<'EOT'

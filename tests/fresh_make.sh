@@ -23,14 +23,8 @@ trap 'rm -rf "$t"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 mkdir "$t/bin"
-cat >"$t/bin/dpkg-query" <<'EOT'
-#!/bin/sh
-exit 1
-EOT
-cat >"$t/bin/sudo" <<'EOT'
-#!/bin/sh
-exec "$@"
-EOT
+. tests/fresh_machine.sh
+fresh_machine "$t/bin"
 cat >"$t/bin/apt-get" <<EOT
 #!/bin/sh
 case "\$1" in
