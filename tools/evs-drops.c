@@ -110,7 +110,8 @@ static int snap_take(const struct evs_drops *d, struct snap *s)
 static const struct evs_drop_val *snap_find(const struct snap *s, const struct evs_drop_key *k)
 {
 	struct entry key = { .k = *k };
-	struct entry *e = bsearch(&key, s->e, s->n, sizeof(*s->e), cmp_entry);
+	/* s->e is NULL before the first entry: bsearch(NULL) is undefined */
+	struct entry *e = s->n ? bsearch(&key, s->e, s->n, sizeof(*s->e), cmp_entry) : NULL;
 
 	return e ? &e->v : NULL;
 }
