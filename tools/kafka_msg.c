@@ -100,7 +100,7 @@ void kmsg_hdrs_fill(struct kmsg_hdrs *h, const struct evs_event_header *eh, cons
 }
 
 /* A decimal header value, whole: 0, or -EBADMSG. */
-static int header_u64(rd_kafka_headers_t *hdrs, const char *name, uint64_t *v)
+static int header_u64(const rd_kafka_headers_t *hdrs, const char *name, uint64_t *v)
 {
 	const void *val;
 	size_t size;
@@ -124,13 +124,12 @@ static int header_u64(rd_kafka_headers_t *hdrs, const char *name, uint64_t *v)
 	return 0;
 }
 
-int kmsg_meta_parse(const rd_kafka_message_t *m, struct kmsg_meta *meta)
+int kmsg_meta_parse(const rd_kafka_headers_t *hdrs, struct kmsg_meta *meta)
 {
-	rd_kafka_headers_t *hdrs;
 	const void *val;
 	size_t size;
 
-	if (rd_kafka_message_headers(m, &hdrs) || header_u64(hdrs, KMSG_SEQ, &meta->seq))
+	if (!hdrs || header_u64(hdrs, KMSG_SEQ, &meta->seq))
 		return -EBADMSG;
 	meta->chunk = 0;
 	meta->nchunks = 1;
