@@ -15,8 +15,9 @@
  *
  * After every message, each partition's count of half-reassembled records
  * is the number of cores reassembling one from it (the offsets the reader
- * stores depend on it); run.sh's memory limit stops any allocation past
- * 1 GiB, whatever size a header claims. At the end every
+ * stores depend on it), and a reassembly holds at most twice the bytes
+ * that arrived for it, whatever size its header claims (run.sh's memory
+ * limit also stops any single allocation past 1 GiB). At the end every
  * count is zero and the output directory is the only thing written (in
  * /dev/shm: files are made and removed at every input).
  */
@@ -121,12 +122,29 @@ static void check_open(const struct krec *r)
 	}
 }
 
-/* Only the output directory was written beside it. */
+/* A reassembly holds what came for it, not what its header claims. */
+static void check_held(const struct krec *r)
+{
+	for (const struct source *s = r->sources; s; s = s->next)
+		for (unsigned int c = 0; c < DUMP_MAX_CORES; c++) {
+			const struct kcore *k = s->cores[c];
+
+			if (k && k->buf && (k->got > k->cap || k->cap > 2 * k->got)) {
+				fprintf(stderr, "core %u: %lu bytes held for %lu arrived\n", c,
+					(unsigned long)k->cap, (unsigned long)k->got);
+				abort();
+			}
+		}
+}
+
+/* Only the output directory was written beside it, and nothing in it
+ * takes the name of the summary the reader writes there at the end. */
 static void check_base(void)
 {
 	int fd = openat(basefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fdopendir(fd);
 	struct dirent *e;
+	struct stat st;
 
 	if (!d)
 		abort();
@@ -136,6 +154,10 @@ static void check_base(void)
 			abort();
 		}
 	closedir(d);
+	if (!fstatat(basefd, "out/summary.json", &st, AT_SYMLINK_NOFOLLOW)) {
+		fprintf(stderr, "out/summary.json was made by a record\n");
+		abort();
+	}
 }
 
 static void one_message(struct krec *r, struct fz_in *in, unsigned int kind)
@@ -215,6 +237,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 		else
 			one_message(&r, &in, kind);
 		check_open(&r);
+		check_held(&r);
 	}
 	krec_finish(&r);
 	/* to check what a seed does: FUZZ_KAFKA_VERBOSE=1 fuzz_kafka SEED */

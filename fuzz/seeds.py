@@ -85,7 +85,9 @@ def print_payload(text):
     return text.encode().ljust(512, b"\0") + struct.pack("<II", 0, 1) + bytes(1024 - 520)
 
 def kmsg(value, hdrs, key=0x80, partition=0, offset=0):
-    out = bytes([(partition + 2) << 2, key, len(hdrs)])
+    # key: a canned key's byte (0x80 + n), or the key's own bytes
+    k = bytes([len(key)]) + key if isinstance(key, bytes) else bytes([key])
+    out = bytes([(partition + 2) << 2]) + k + bytes([len(hdrs)])
     for sel, v in hdrs:
         out += bytes([sel, len(v)]) + v
     return out + u16(len(value)) + value + u16(offset)
@@ -120,3 +122,21 @@ write("kafka", "two-cores-two-partitions", bytes([0])
       + kmsg(t0, khdrs(0, **tkw), key=0x81, partition=1)
       + bytes([3 | (0 + 2) << 2])               # partition 0 handed over
       + kmsg(p1, khdrs(1), key=0x82, partition=1, offset=1))
+# what the fuzzer found (docs/reliability.md), kept as seeds so that each
+# run replays them first: a record without a key; an empty chunk in the
+# middle of a record; a record's chunks from two partitions; a first chunk
+# whose header claims a 4 GiB record; a host named as the reader's summary
+write("kafka", "keyless-record", bytes([0]) + kmsg(t0, khdrs(0, **tkw), key=0))
+ch = [t0[:400], t0[400:800], t0[800:]]
+write("kafka", "empty-middle-chunk", bytes([0])
+      + kmsg(ch[0], khdrs(0, chunk="0/3", **tkw)) + kmsg(b"", khdrs(0, chunk="1/3", **tkw), offset=1)
+      + kmsg(ch[1] + ch[2], khdrs(0, chunk="2/3", **tkw), offset=2))
+write("kafka", "chunks-from-two-partitions", bytes([0])
+      + kmsg(ch[0], khdrs(0, chunk="0/3", **tkw)) + kmsg(ch[1], khdrs(0, chunk="1/3", **tkw), partition=1)
+      + kmsg(ch[2], khdrs(0, chunk="2/3", **tkw), partition=1, offset=1) + kmsg(p1, khdrs(1), offset=1))
+huge = (4 << 30) - 64
+first = evs_header(0, huge) + tensor[:1024]
+write("kafka", "claims-4gib", bytes([0])
+      + kmsg(first, khdrs(0, chunk="0/%d" % ((64 + huge + len(first) - 1) // len(first)), **tkw))
+      + kmsg(p1, khdrs(1), offset=1))
+write("kafka", "host-named-summary", bytes([0]) + kmsg(t0, khdrs(0, **tkw), key=b"summary.json/p/0"))

@@ -32,12 +32,14 @@ int kmsg_key(char *buf, const char *host, const char *producer, unsigned int cor
 
 int kmsg_parse_key(const void *key, size_t len, struct kmsg_source *src)
 {
-	const char *k = key, *end = k + len, *a, *b;
+	const char *k = key, *end, *a, *b;
 	uint64_t core = 0;
 
-	/* untrusted: every part is checked before it names a directory */
+	/* untrusted: every part is checked before it names a directory;
+	 * a record without a key has none (NULL: no end to compute) */
 	if (!k || len == 0 || len >= KMSG_KEY_MAX)
 		return -EBADMSG;
+	end = k + len;
 	a = memchr(k, '/', len);
 	if (!a)
 		return -EBADMSG;

@@ -55,7 +55,11 @@ static struct source *source_get(struct krec *r, const struct kmsg_source *k)
 	 * made and opened from the top directory's descriptor */
 	snprintf(rel, sizeof(rel), "%s/%s", s->host, s->producer);
 	snprintf(dir, sizeof(dir), "%s/%s", r->out, rel);
-	if (dump_writer_openat(&s->w, r->outfd, rel, dir, r->mode)) {
+	if (!strcmp(s->host, "summary.json")) {
+		/* the reader's own OUT/summary.json, written at the end: a
+		 * host's directory of that name would keep it out */
+		s->broken = true;
+	} else if (dump_writer_openat(&s->w, r->outfd, rel, dir, r->mode)) {
 		s->broken = true;
 	} else {
 		s->open = true;
@@ -142,8 +146,10 @@ static void take_record(struct krec *r, const rd_kafka_message_t *m, const rd_ka
 		r->refused++;
 		return;
 	}
-	if (k->buf && (meta.nchunks == 1 || meta.chunk == 0)) {
-		/* a record began before the last one was whole */
+	if (k->buf && (meta.nchunks == 1 || meta.chunk == 0 || m->partition != k->partition)) {
+		/* a record began before the last one was whole, or its
+		 * chunks come from two partitions (one record's are in one:
+		 * its partition's offsets wait for it) */
 		assembly_drop(r, k);
 		r->torn++;
 	}
@@ -166,7 +172,10 @@ static void take_record(struct krec *r, const rd_kafka_message_t *m, const rd_ka
 			return;
 		}
 		k->total = sizeof(h) + h.data_size;
-		k->buf = malloc(k->total);
+		/* the header's size is a claim: hold only what came, room
+		 * for about as much again */
+		k->cap = 2 * m->len < k->total ? 2 * m->len : k->total;
+		k->buf = malloc(k->cap);
 		if (!k->buf) {
 			r->refused++;
 			return;
@@ -186,12 +195,28 @@ static void take_record(struct krec *r, const rd_kafka_message_t *m, const rd_ka
 		r->orphans++;
 		return;
 	}
+	/* evs-forward never writes an empty chunk (nor one past the size) */
 	if (meta.seq != k->seq || meta.chunk != k->next_chunk || meta.nchunks != k->nchunks ||
-	    m->len > k->total - k->got) {
+	    m->len == 0 || m->len > k->total - k->got) {
 		assembly_drop(r, k);
 		r->torn++;
 		r->orphans++;
 		return;
+	}
+	if (k->got + m->len > k->cap) {
+		uint64_t cap = k->cap * 2 < k->total ? k->cap * 2 : k->total;
+		uint8_t *nb;
+
+		if (cap < k->got + m->len)
+			cap = k->got + m->len;
+		nb = realloc(k->buf, cap);
+		if (!nb) {
+			assembly_drop(r, k);
+			r->refused++;
+			return;
+		}
+		k->buf = nb;
+		k->cap = cap;
 	}
 	memcpy(k->buf + k->got, m->payload, m->len);
 	k->got += m->len;

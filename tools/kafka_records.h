@@ -25,6 +25,7 @@ struct kcore {
 	int32_t partition;     /* where its records come from */
 	/* a record being put together from its chunks */
 	uint8_t *buf;
+	uint64_t cap;          /* bytes allocated: grown as chunks arrive */
 	uint64_t total, got, seq;
 	uint32_t next_chunk, nchunks;
 };
