@@ -19,11 +19,14 @@
  * that arrived for it, whatever size its header claims (run.sh's memory
  * limit also stops any single allocation past 1 GiB). At the end every
  * count is zero and the output directory is the only thing written (in
- * /dev/shm: files are made and removed at every input).
+ * /dev/shm, a directory per process: files are made and removed at every
+ * input, and what a crashed run left is removed by the next one).
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +38,9 @@
 #define FZ_MESSAGES 64
 #define FZ_HEADERS 7
 
-static char base[] = "/dev/shm/evs-fuzz-kafka.XXXXXX";
+#define BASE_DIR "/dev/shm"
+#define BASE_PREFIX "evs-fuzz-kafka."
+static char base[64];      /* BASE_DIR/BASE_PREFIX<pid> */
 static int basefd = -1;
 
 /* canned keys: a mutation need not find a valid one byte by byte */
@@ -92,11 +97,34 @@ static void remove_out(void)
 		abort();
 }
 
+/* What a run that crashed (or was stopped) left: its process is gone. */
+static void remove_stale(void)
+{
+	DIR *d = opendir(BASE_DIR);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char path[sizeof(base)];
+		long pid;
+
+		if (strncmp(e->d_name, BASE_PREFIX, strlen(BASE_PREFIX)))
+			continue;
+		pid = strtol(e->d_name + strlen(BASE_PREFIX), NULL, 10);
+		if (pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH &&
+		    snprintf(path, sizeof(path), BASE_DIR "/%s", e->d_name) < (int)sizeof(path))
+			nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	if (d)
+		closedir(d);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	if (!mkdtemp(base))
+	remove_stale();
+	snprintf(base, sizeof(base), BASE_DIR "/" BASE_PREFIX "%d", (int)getpid());
+	if (mkdir(base, 0700))
 		abort();
 	basefd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (basefd < 0)

@@ -57,12 +57,12 @@ send 0 6a $k evs.seq=6 evs.type=1 evs.chunk=0/3
 (
 	ulimit -v $((3 << 20))
 	exec "$DUMP" --kafka "$BROKERS" --topic "$TOPIC" --output "$T/k" --summary --no-print --progress \
-		--until-idle 3 --group hostile >"$T/k.stdout" 2>"$T/k.stderr"
+		--until-idle 5 --group hostile >"$T/k.stdout" 2>"$T/k.stderr"
 ) &
 KDUMP_PID=$!
 PIDS+=("$KDUMP_PID")
 # the rest of record 6 on partition 1, once partition 0 is read
-wait_for 'grep -q "from 10 messages" "$T/k.stderr"' 30 || fail "partition 0 was not read: $(cat "$T/k.stderr")"
+wait_for 'grep -qs "from 10 messages" "$T/k.stderr"' 30 || fail "partition 0 was not read: $(cat "$T/k.stderr")"
 send 1 6b $k evs.seq=6 evs.type=1 evs.chunk=1/3
 send 1 6c $k evs.seq=6 evs.type=1 evs.chunk=2/3
 wait_pid "$KDUMP_PID" 60; rc=$?
