@@ -8,6 +8,10 @@ FUZZ_TARGETS := consumer producer
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
 	-D_GNU_SOURCE -Iinclude -Itransport -Iruntime -Wall -Wextra -Werror
+# evs-dump --kafka's records, where librdkafka is (as tools/kafka.mk)
+ifeq ($(shell pkg-config --exists rdkafka 2>/dev/null && echo yes),yes)
+FUZZ_TARGETS += kafka
+endif
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
 # clang and its libFuzzer runtime: `make deps` installs them (`make fuzz`
@@ -16,9 +20,22 @@ $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRCS) $(wildcard transport/*.h runtime
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(LIB_SRCS) -o $@ -lpthread
 
-.PHONY: fuzz fuzz-build
+# the records' unit with what it calls: the dump writer, its preview and
+# the tools' common code
+FUZZ_KAFKA_SRCS := tools/kafka_records.c tools/kafka_msg.c tools/dump_writer.c tools/preview.c \
+	$(TOOLS_LIB_SRCS)
+$(BUILD)/fuzz/fuzz_kafka: fuzz/fuzz_kafka.c $(FUZZ_KAFKA_SRCS) $(LIB_SRCS) $(wildcard tools/*.h tools/common/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools -Itools/common $(shell pkg-config --cflags rdkafka) $< \
+		$(FUZZ_KAFKA_SRCS) $(LIB_SRCS) -o $@ $(shell pkg-config --libs rdkafka) -lpthread -lm
+
+.PHONY: fuzz fuzz-build fuzz-run
 fuzz-build: $(FUZZ_BINS)
 
-fuzz: deps
-	@$(MAKE) --no-print-directory fuzz-build
+# run by a make that reads the fragments after deps: the targets then
+# include kafka on a machine where deps has just installed librdkafka
+fuzz-run: $(FUZZ_BINS)
 	@bash fuzz/run.sh $(BUILD)/fuzz $(FUZZ_TIME) $(FUZZ_TARGETS)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-run

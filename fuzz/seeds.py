@@ -64,3 +64,79 @@ write("producer", "consumer-runs-ahead", u64(0) + op(4, u16(64)) + op(0, u64(1 <
 write("producer", "consumer-goes-back", u64(1 << 20) + op(4, u16(1000)) + op(0, u64(0)) + op(4, u16(1000)) + op(7))
 write("producer", "too-big", u64(0) + op(4, u16(4096)) + op(5, u16(4100)))
 write("producer", "event-limit", u64(0) + op(4, u16(0)) * 20 + op(3) + op(4, u16(0)) * 20)
+
+# kafka: evs-dump --kafka's records (fuzz/fuzz_kafka.c). A flags byte
+# (dump mode, max events), then items: a kind byte (low bits 3: a partition
+# handed over; bits 2-4: partition + 2), a key (bit 7: canned key number,
+# else that many bytes), a headers byte (count; bit 3: no headers at all),
+# each header (selector: 0-4 evs.seq/type/dtype/shape/chunk, 5-7 a name of
+# sel >> 4 bytes; bit 3 no value; then value length and bytes), the value
+# (u16 length and bytes) and the offset (u16). Records as evs-forward
+# writes them (tools/kafka_msg.h).
+def evs_header(seq, size, typ=1):
+    return struct.pack("<QIIQQ32x", size, typ, 0, seq, 1000 + seq)
+
+def tensor_payload(name, dtype, shape, data):
+    fixed = name.encode().ljust(512, b"\0") + struct.pack("<II", 0, 0) + dtype.encode().ljust(16, b"\0") \
+        + struct.pack("<8Q", *(list(shape) + [0] * (8 - len(shape)))) + struct.pack("<Q", len(data))
+    return fixed.ljust(1024, b"\0") + data
+
+def print_payload(text):
+    return text.encode().ljust(512, b"\0") + struct.pack("<II", 0, 1) + bytes(1024 - 520)
+
+def kmsg(value, hdrs, key=0x80, partition=0, offset=0):
+    # key: a canned key's byte (0x80 + n), or the key's own bytes
+    k = bytes([len(key)]) + key if isinstance(key, bytes) else bytes([key])
+    out = bytes([(partition + 2) << 2]) + k + bytes([len(hdrs)])
+    for sel, v in hdrs:
+        out += bytes([sel, len(v)]) + v
+    return out + u16(len(value)) + value + u16(offset)
+
+def khdrs(seq, typ=1, dtype=None, shape=None, chunk=None):
+    h = [(0, str(seq).encode()), (1, str(typ).encode())]
+    if dtype:
+        h += [(2, dtype.encode()), (3, shape.encode())]
+    if chunk:
+        h.append((4, chunk.encode()))
+    return h
+
+def kchunks(value, size, seq, offset, sent=None, **kw):
+    n = (len(value) + size - 1) // size
+    return b"".join(kmsg(value[i * size:(i + 1) * size], khdrs(seq, chunk="%d/%d" % (i, n), **kw),
+                         offset=offset + i) for i in range(n if sent is None else sent))
+
+tensor = tensor_payload("layer0.out", "float32", [4, 2], bytes(range(32)))
+t0 = evs_header(0, len(tensor)) + tensor
+pr = print_payload("hello from core 0")
+p1 = evs_header(1, len(pr)) + pr
+t2 = evs_header(2, len(tensor)) + tensor
+tkw = dict(dtype="float32", shape="[4,2]")
+for mode in range(3):
+    write("kafka", "whole-records-mode%d" % mode,
+          bytes([mode]) + kmsg(t0, khdrs(0, **tkw)) + kmsg(p1, khdrs(1), offset=1))
+write("kafka", "chunked-tensor", bytes([0]) + kchunks(t0, 400, 0, 0, **tkw))
+write("kafka", "chunked-then-whole", bytes([1]) + kchunks(t2, 500, 2, 0, **tkw)
+      + kmsg(p1, khdrs(1), offset=3) + kmsg(p1, khdrs(1), offset=4))
+write("kafka", "two-cores-two-partitions", bytes([0])
+      + kchunks(t0, 300, 0, 0, sent=3, **tkw)  # 3 of its 4 chunks
+      + kmsg(t0, khdrs(0, **tkw), key=0x81, partition=1)
+      + bytes([3 | (0 + 2) << 2])               # partition 0 handed over
+      + kmsg(p1, khdrs(1), key=0x82, partition=1, offset=1))
+# what the fuzzer found (docs/reliability.md), kept as seeds so that each
+# run replays them first: a record without a key; an empty chunk in the
+# middle of a record; a record's chunks from two partitions; a first chunk
+# whose header claims a 4 GiB record; a host named as the reader's summary
+write("kafka", "keyless-record", bytes([0]) + kmsg(t0, khdrs(0, **tkw), key=0))
+ch = [t0[:400], t0[400:800], t0[800:]]
+write("kafka", "empty-middle-chunk", bytes([0])
+      + kmsg(ch[0], khdrs(0, chunk="0/3", **tkw)) + kmsg(b"", khdrs(0, chunk="1/3", **tkw), offset=1)
+      + kmsg(ch[1] + ch[2], khdrs(0, chunk="2/3", **tkw), offset=2))
+write("kafka", "chunks-from-two-partitions", bytes([0])
+      + kmsg(ch[0], khdrs(0, chunk="0/3", **tkw)) + kmsg(ch[1], khdrs(0, chunk="1/3", **tkw), partition=1)
+      + kmsg(ch[2], khdrs(0, chunk="2/3", **tkw), partition=1, offset=1) + kmsg(p1, khdrs(1), offset=1))
+huge = (4 << 30) - 64
+first = evs_header(0, huge) + tensor[:1024]
+write("kafka", "claims-4gib", bytes([0])
+      + kmsg(first, khdrs(0, chunk="0/%d" % ((64 + huge + len(first) - 1) // len(first)), **tkw))
+      + kmsg(p1, khdrs(1), offset=1))
+write("kafka", "host-named-summary", bytes([0]) + kmsg(t0, khdrs(0, **tkw), key=b"summary.json/p/0"))

@@ -13,7 +13,7 @@ KAFKA_CFLAGS := $(shell pkg-config --cflags rdkafka)
 KAFKA_LIBS   := $(shell pkg-config --libs rdkafka)
 
 FORWARD_OBJS   := $(BUILD)/tools/evs-forward.o $(BUILD)/tools/kafka_msg.o
-KAFKA_DUMP_OBJS := $(BUILD)/tools/kafka_dump.o $(BUILD)/tools/kafka_msg.o
+KAFKA_DUMP_OBJS := $(BUILD)/tools/kafka_dump.o $(BUILD)/tools/kafka_records.o $(BUILD)/tools/kafka_msg.o
 PROGRAMS     += $(BUILD)/evs-forward $(BUILD)/tests/kafka/mock_cluster $(BUILD)/kafka-gen
 INSTALL_BINS += $(BUILD)/evs-forward
 

@@ -2,20 +2,17 @@
 /*
  * evs-dump --kafka: a member of a Kafka consumer group reading the records
  * evs-forward published (tools/kafka_msg.h) and writing them with the
- * dump writer, one dump directory per host and producer.
- *
- * Kafka's data is untrusted like shared memory is: keys are checked before
- * they name a directory, every record's header is checked against its
- * message, and a record split in chunks is written only when every chunk
- * arrived in order (otherwise it is counted torn, never written in part).
+ * dump writer, one dump directory per host and producer. This is the
+ * consumer: the group, offsets, the summary; each message's record is
+ * checked and written by kafka_records.c (untrusted input, as shared
+ * memory is).
  *
  * Offsets: a message's offset is stored once its record is written or
  * refused, and not while a record of its partition is half reassembled;
  * stored offsets are committed every 2 s, when a partition is read to its
  * end, before a partition is handed over and at the end. A reader that
  * stops or loses a partition leaves it to the next one from the first
- * chunk of a half-read record. Within one reader, a sequence number at or
- * below one already written is a duplicate and is skipped.
+ * chunk of a half-read record.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,55 +31,24 @@
 #include "jsonl.h"
 #include "kafka_dump.h"
 #include "kafka_msg.h"
+#include "kafka_records.h"
 
 #define TICK_NS 500000000ull
 #define COMMIT_NS 2000000000ull  /* offsets committed at least this often */
 #define POLL_MS 100
 
-/* One host/producer/core. */
-struct kcore {
-	bool any;              /* something was written */
-	uint64_t next_seq;     /* lower sequence numbers are duplicates */
-	uint64_t duplicates;
-	int32_t partition;     /* where its records come from */
-	/* a record being put together from its chunks */
-	uint8_t *buf;
-	uint64_t total, got, seq;
-	uint32_t next_chunk, nchunks;
-};
-
-struct source {
-	struct source *next;
-	char host[KMSG_NAME_MAX + 1], producer[KMSG_NAME_MAX + 1];
-	struct dump_writer w;
-	bool open;             /* the writer is open */
-	bool broken;           /* its directory could not be made: records counted failed */
-	struct kcore *cores[DUMP_MAX_CORES];
-};
-
-struct kpart {
-	bool assigned, eof, seen;
-	int64_t first_offset, last_offset;
-	uint64_t messages, skipped;
-	unsigned int open;     /* records of this partition half reassembled */
-};
-
 struct reader {
 	const struct kafka_dump_opts *o;
 	const char *group, *out;
 	rd_kafka_t *rk;
-	struct source *sources;
-	struct kpart *parts;
-	int nparts;
+	struct krec rec;         /* the records read, the sources written */
 	unsigned int assigned;
 	bool cooperative;
 	struct dump_dir outdir;  /* the top directory, checked (dump_dir_open) */
-	uint64_t events, messages, torn, orphans, malformed, unfinished, refused;
-	uint64_t t0, last_activity, last_t, last_events, last_bytes, last_commit;
+	uint64_t t0, last_t, last_events, last_bytes, last_commit;
 	bool stored;           /* offsets stored since the last commit */
-	bool status_shown, stop, fatal;
+	bool status_shown, fatal;
 	bool joined;           /* the group gave this reader its first assignment */
-	int werr;              /* a write error that stops the run */
 };
 
 static volatile sig_atomic_t signals;
@@ -107,7 +73,7 @@ static uint64_t total_bytes(const struct reader *r)
 {
 	uint64_t n = 0;
 
-	for (const struct source *s = r->sources; s; s = s->next)
+	for (const struct source *s = r->rec.sources; s; s = s->next)
 		n += s->w.bytes;
 	return n;
 }
@@ -116,199 +82,11 @@ static uint64_t total_dups(const struct reader *r)
 {
 	uint64_t n = 0;
 
-	for (const struct source *s = r->sources; s; s = s->next)
+	for (const struct source *s = r->rec.sources; s; s = s->next)
 		for (unsigned int c = 0; c < DUMP_MAX_CORES; c++)
 			if (s->cores[c])
 				n += s->cores[c]->duplicates;
 	return n;
-}
-
-static struct kpart *part(struct reader *r, int32_t p)
-{
-	if (p < 0 || p >= 1 << 20)
-		return NULL;
-	if (p >= r->nparts) {
-		int n = p + 1 > r->nparts * 2 ? p + 1 : r->nparts * 2;
-		struct kpart *np = realloc(r->parts, (size_t)n * sizeof(*np));
-
-		if (!np)
-			return NULL;
-		memset(np + r->nparts, 0, (size_t)(n - r->nparts) * sizeof(*np));
-		r->parts = np;
-		r->nparts = n;
-	}
-	return &r->parts[p];
-}
-
-/* ------------------------------------------------------------ sources */
-
-static struct source *source_get(struct reader *r, const struct kmsg_source *k)
-{
-	struct source *s;
-	char dir[4096], rel[sizeof(s->host) + sizeof(s->producer) + 1];
-
-	for (s = r->sources; s; s = s->next)
-		if (!strcmp(s->host, k->host) && !strcmp(s->producer, k->producer))
-			return s;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
-	memcpy(s->host, k->host, sizeof(s->host));
-	memcpy(s->producer, k->producer, sizeof(s->producer));
-	s->w.print = r->o->print;
-	s->w.clear_status = status_clear;
-	s->w.ctx = r;
-	/* both names were checked: [A-Za-z0-9._-], not starting with '.';
-	 * made and opened from the top directory's descriptor */
-	snprintf(rel, sizeof(rel), "%s/%s", s->host, s->producer);
-	snprintf(dir, sizeof(dir), "%s/%s", r->out, rel);
-	if (dump_writer_openat(&s->w, r->outdir.fd, rel, dir, r->o->mode)) {
-		s->broken = true;
-	} else {
-		s->open = true;
-	}
-	s->next = r->sources;
-	r->sources = s;
-	return s;
-}
-
-static struct kcore *kcore_get(struct source *s, unsigned int core)
-{
-	if (!s->cores[core])
-		s->cores[core] = calloc(1, sizeof(struct kcore));
-	return s->cores[core];
-}
-
-static void assembly_drop(struct reader *r, struct kcore *k)
-{
-	struct kpart *p = part(r, k->partition);
-
-	free(k->buf);
-	k->buf = NULL;
-	if (p && p->open)
-		p->open--;
-}
-
-/* ------------------------------------------------------------ records */
-
-/* A whole record: checked against its message, then written unless it is
- * a duplicate. */
-static void deliver(struct reader *r, struct source *s, struct kcore *k, unsigned int core,
-		    const uint8_t *value, uint64_t len, uint64_t seq)
-{
-	struct evs_event_header h;
-	int err;
-
-	if (len < sizeof(h)) {
-		r->malformed++;
-		return;
-	}
-	memcpy(&h, value, sizeof(h));
-	if (h.data_size != len - sizeof(h) || h.seq != seq) {
-		r->malformed++;
-		return;
-	}
-	if (k->any && h.seq < k->next_seq) {
-		k->duplicates++;
-		return;
-	}
-	k->any = true;
-	k->next_seq = h.seq + 1;
-	if (!s->open) {
-		r->refused++;
-		return;
-	}
-	r->events++;
-	err = dump_writer_record(&s->w, core, &h, value + sizeof(h));
-	if (err) {
-		status_clear(r);
-		fprintf(stderr, "evs-dump: %s/%s core %u: %s\n", s->host, s->producer, core, strerror(-err));
-		r->werr = err;
-		r->stop = true;
-	}
-	if (r->o->max_events && r->events >= r->o->max_events)
-		r->stop = true;
-}
-
-static void take_record(struct reader *r, const rd_kafka_message_t *m)
-{
-	struct kmsg_source src;
-	struct kmsg_meta meta;
-	struct evs_event_header h;
-	struct source *s;
-	struct kcore *k;
-	struct kpart *p;
-
-	if (kmsg_parse_key(m->key, m->key_len, &src) || kmsg_meta_parse(m, &meta)) {
-		r->malformed++;
-		return;
-	}
-	s = source_get(r, &src);
-	k = s ? kcore_get(s, src.core) : NULL;
-	if (!k) {
-		r->refused++;
-		return;
-	}
-	if (k->buf && (meta.nchunks == 1 || meta.chunk == 0)) {
-		/* a record began before the last one was whole */
-		assembly_drop(r, k);
-		r->torn++;
-	}
-	k->partition = m->partition;
-	if (meta.nchunks == 1) {
-		deliver(r, s, k, src.core, m->payload, m->len, meta.seq);
-		return;
-	}
-	if (meta.chunk == 0) {
-		/* the first chunk starts with the record's header: its size */
-		if (m->len < sizeof(h)) {
-			r->malformed++;
-			return;
-		}
-		memcpy(&h, m->payload, sizeof(h));
-		if (h.seq != meta.seq || h.data_size > KMSG_RECORD_MAX ||
-		    sizeof(h) + h.data_size <= m->len ||
-		    (sizeof(h) + h.data_size + m->len - 1) / m->len != meta.nchunks) {
-			r->malformed++;
-			return;
-		}
-		k->total = sizeof(h) + h.data_size;
-		k->buf = malloc(k->total);
-		if (!k->buf) {
-			r->refused++;
-			return;
-		}
-		memcpy(k->buf, m->payload, m->len);
-		k->got = m->len;
-		k->seq = meta.seq;
-		k->next_chunk = 1;
-		k->nchunks = meta.nchunks;
-		p = part(r, m->partition);
-		if (p)
-			p->open++;
-		return;
-	}
-	if (!k->buf) {
-		/* its first chunk was never read (or came out of order) */
-		r->orphans++;
-		return;
-	}
-	if (meta.seq != k->seq || meta.chunk != k->next_chunk || meta.nchunks != k->nchunks ||
-	    m->len > k->total - k->got) {
-		assembly_drop(r, k);
-		r->torn++;
-		r->orphans++;
-		return;
-	}
-	memcpy(k->buf + k->got, m->payload, m->len);
-	k->got += m->len;
-	if (++k->next_chunk < k->nchunks)
-		return;
-	if (k->got == k->total)
-		deliver(r, s, k, src.core, k->buf, k->total, k->seq);
-	else
-		r->torn++;
-	assembly_drop(r, k);
 }
 
 static void store_offset(struct reader *r, const rd_kafka_message_t *m)
@@ -323,7 +101,8 @@ static void store_offset(struct reader *r, const rd_kafka_message_t *m)
 
 static void handle_message(struct reader *r, const rd_kafka_message_t *m)
 {
-	struct kpart *p = part(r, m->partition);
+	struct kpart *p = krec_part(&r->rec, m->partition);
+	rd_kafka_headers_t *hdrs;
 
 	if (m->err) {
 		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -338,24 +117,10 @@ static void handle_message(struct reader *r, const rd_kafka_message_t *m)
 		kmsg_error_note(m->err, rd_kafka_message_errstr(m));
 		return;
 	}
-	if (!p)
-		return;
-	r->messages++;
-	r->last_activity = cli_now_ns();
-	p->eof = false;
-	p->messages++;
-	if (!p->seen) {
-		p->seen = true;
-		p->first_offset = m->offset;
-	} else if (m->offset > p->last_offset + 1) {
-		/* gone before this reader came (retention), or read by
-		 * another member meanwhile */
-		p->skipped += (uint64_t)(m->offset - p->last_offset - 1);
-	}
-	p->last_offset = m->offset;
-	take_record(r, m);
-	/* not past the first chunk of a record still being put together */
-	if (!p->open)
+	/* none: NULL, and the record is malformed */
+	if (rd_kafka_message_headers(m, &hdrs))
+		hdrs = NULL;
+	if (krec_message(&r->rec, m, hdrs))
 		store_offset(r, m);
 }
 
@@ -377,11 +142,11 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 {
 	struct reader *r = opaque;
 
-	r->last_activity = cli_now_ns();
+	r->rec.last_activity = cli_now_ns();
 	if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
 		r->joined = true;
 		for (int i = 0; i < l->cnt; i++) {
-			struct kpart *p = part(r, l->elems[i].partition);
+			struct kpart *p = krec_part(&r->rec, l->elems[i].partition);
 
 			if (p && !p->assigned) {
 				p->assigned = true;
@@ -401,18 +166,15 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 	rd_kafka_commit(rk, NULL, 0);
 	for (int i = 0; i < l->cnt; i++) {
 		int32_t pid = l->elems[i].partition;
-		struct kpart *p = part(r, pid);
+		struct kpart *p = krec_part(&r->rec, pid);
 
-		for (struct source *s = r->sources; s; s = s->next)
-			for (unsigned int c = 0; c < DUMP_MAX_CORES; c++)
-				if (s->cores[c] && s->cores[c]->buf && s->cores[c]->partition == pid)
-					assembly_drop(r, s->cores[c]);
+		krec_drop_partition(&r->rec, pid);
 		if (p && p->assigned) {
 			p->assigned = false;
 			r->assigned--;
 		}
 	}
-	if (!r->stop)
+	if (!r->rec.stop)
 		say_partitions(r, "handing over", l);
 	if (r->cooperative)
 		rd_kafka_error_destroy(rd_kafka_incremental_unassign(rk, l));
@@ -428,7 +190,7 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 	status_clear(r);
 	if (err == RD_KAFKA_RESP_ERR__FATAL) {
 		fprintf(stderr, "evs-dump: kafka: fatal error: %s\n", reason);
-		r->fatal = r->stop = true;
+		r->fatal = r->rec.stop = true;
 		return;
 	}
 	kmsg_error_note((rd_kafka_resp_err_t)err, reason);
@@ -443,11 +205,11 @@ static void status_line(struct reader *r)
 
 	fprintf(stderr, "\r\033[K%6.1fs %9.0f ev/s %8.1f MB/s  written %.1f MB in %" PRIu64
 		" events from %" PRIu64 " messages, %u partitions",
-		(double)(t - r->t0) / 1e9, dt > 0 ? (double)(r->events - r->last_events) / dt : 0,
-		dt > 0 ? (double)(bytes - r->last_bytes) / dt / 1e6 : 0, (double)bytes / 1e6, r->events,
-		r->messages, r->assigned);
+		(double)(t - r->t0) / 1e9, dt > 0 ? (double)(r->rec.events - r->last_events) / dt : 0,
+		dt > 0 ? (double)(bytes - r->last_bytes) / dt / 1e6 : 0, (double)bytes / 1e6, r->rec.events,
+		r->rec.messages, r->assigned);
 	r->last_t = t;
-	r->last_events = r->events;
+	r->last_events = r->rec.events;
 	r->last_bytes = bytes;
 	r->status_shown = true;
 }
@@ -493,10 +255,10 @@ static void write_summary(struct reader *r, FILE *f, bool json)
 		fprintf(f, "},\"seconds\":%.3f,\"messages\":%" PRIu64 ",\"events\":%" PRIu64 ",\"bytes\":%" PRIu64
 			",\"duplicates\":%" PRIu64 ",\"torn\":%" PRIu64 ",\"orphan_chunks\":%" PRIu64
 			",\"unfinished\":%" PRIu64 ",\"malformed\":%" PRIu64 ",\"refused\":%" PRIu64 ",\"partitions\":[",
-			secs, r->messages, r->events, bytes, dups, r->torn, r->orphans, r->unfinished, r->malformed,
-			r->refused);
-		for (int p = 0, first = 1; p < r->nparts; p++) {
-			const struct kpart *kp = &r->parts[p];
+			secs, r->rec.messages, r->rec.events, bytes, dups, r->rec.torn, r->rec.orphans, r->rec.unfinished, r->rec.malformed,
+			r->rec.refused);
+		for (int p = 0, first = 1; p < r->rec.nparts; p++) {
+			const struct kpart *kp = &r->rec.parts[p];
 
 			if (!kp->seen)
 				continue;
@@ -506,7 +268,7 @@ static void write_summary(struct reader *r, FILE *f, bool json)
 			first = 0;
 		}
 		fprintf(f, "],\"sources\":[");
-		for (const struct source *s = r->sources; s; s = s->next) {
+		for (const struct source *s = r->rec.sources; s; s = s->next) {
 			write_source_json(f, r, s);
 			if (s->next)
 				fputc(',', f);
@@ -515,11 +277,11 @@ static void write_summary(struct reader *r, FILE *f, bool json)
 		return;
 	}
 	fprintf(f, "evs-dump: %" PRIu64 " events, %.1f MB in %.2f s (%.0f ev/s, %.1f MB/s) from topic '%s' "
-		"to %s\n", r->events, (double)bytes / 1e6, secs, secs > 0 ? (double)r->events / secs : 0,
+		"to %s\n", r->rec.events, (double)bytes / 1e6, secs, secs > 0 ? (double)r->rec.events / secs : 0,
 		secs > 0 ? (double)bytes / secs / 1e6 : 0, r->o->topic, r->out);
 	fprintf(f, "  host/producer                             core  partition    events   tensors        "
 		"bytes    gaps  duplicates  failed\n");
-	for (const struct source *s = r->sources; s; s = s->next) {
+	for (const struct source *s = r->rec.sources; s; s = s->next) {
 		char name[2 * KMSG_NAME_MAX + 2];
 
 		snprintf(name, sizeof(name), "%s/%s", s->host, s->producer);
@@ -536,14 +298,14 @@ static void write_summary(struct reader *r, FILE *f, bool json)
 		}
 	}
 	fprintf(f, "evs-dump: read partitions");
-	for (int p = 0, first = 1; p < r->nparts; p++) {
-		if (!r->parts[p].seen)
+	for (int p = 0, first = 1; p < r->rec.nparts; p++) {
+		if (!r->rec.parts[p].seen)
 			continue;
 		fprintf(f, "%s%d (offsets %" PRId64 "-%" PRId64 ")", first ? " " : ", ", p,
-			r->parts[p].first_offset, r->parts[p].last_offset);
+			r->rec.parts[p].first_offset, r->rec.parts[p].last_offset);
 		first = 0;
 	}
-	if (!r->messages)
+	if (!r->rec.messages)
 		fprintf(f, " none");
 	fputc('\n', f);
 }
@@ -738,10 +500,10 @@ static int kafka_open(struct reader *r)
 static bool idle(struct reader *r, uint64_t now)
 {
 	/* joining a group takes seconds: that is not idleness */
-	if (!r->o->until_idle || !r->joined || now - r->last_activity < (uint64_t)(r->o->until_idle * 1e9))
+	if (!r->o->until_idle || !r->joined || now - r->rec.last_activity < (uint64_t)(r->o->until_idle * 1e9))
 		return false;
-	for (int p = 0; p < r->nparts; p++)
-		if (r->parts[p].assigned && !r->parts[p].eof)
+	for (int p = 0; p < r->rec.nparts; p++)
+		if (r->rec.parts[p].assigned && !r->rec.parts[p].eof)
 			return false;
 	return true;
 }
@@ -763,6 +525,8 @@ int kafka_dump_main(const struct kafka_dump_opts *o)
 	signal(SIGPIPE, SIG_IGN);
 	if (out_open(&r))
 		return 2;
+	r.rec = (struct krec){ .out = r.out, .outfd = r.outdir.fd, .mode = o->mode, .print = o->print,
+			       .max_events = o->max_events, .clear_status = status_clear, .ctx = &r };
 	if (kafka_open(&r) || kafka_check(&r)) {
 		if (r.rk)
 			rd_kafka_destroy(r.rk);
@@ -779,10 +543,10 @@ int kafka_dump_main(const struct kafka_dump_opts *o)
 		out_abort(&r);
 		return 2;
 	}
-	r.t0 = r.last_t = r.last_activity = cli_now_ns();
+	r.t0 = r.last_t = r.rec.last_activity = cli_now_ns();
 	deadline = o->seconds > 0 ? r.t0 + (uint64_t)(o->seconds * 1e9) : UINT64_MAX;
 
-	while (!r.stop && !signals) {
+	while (!r.rec.stop && !signals) {
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(r.rk, POLL_MS);
 		uint64_t now;
 
@@ -799,7 +563,7 @@ int kafka_dump_main(const struct kafka_dump_opts *o)
 			r.stored = false;
 		}
 		if (now - r.last_t >= TICK_NS) {
-			for (struct source *s = r.sources; s; s = s->next)
+			for (struct source *s = r.rec.sources; s; s = s->next)
 				if (s->open)
 					dump_writer_flush(&s->w);
 			if (o->progress)
@@ -810,13 +574,8 @@ int kafka_dump_main(const struct kafka_dump_opts *o)
 	}
 	/* half-reassembled records: their offsets were not committed, the
 	 * group reads them again */
-	for (struct source *s = r.sources; s; s = s->next)
-		for (unsigned int c = 0; c < DUMP_MAX_CORES; c++)
-			if (s->cores[c] && s->cores[c]->buf) {
-				assembly_drop(&r, s->cores[c]);
-				r.unfinished++;
-			}
-	r.stop = true;
+	krec_finish(&r.rec);
+	r.rec.stop = true;
 	err = rd_kafka_commit(r.rk, NULL, 0);
 	if (err && err != RD_KAFKA_RESP_ERR__NO_OFFSET) {
 		status_clear(&r);
@@ -830,7 +589,7 @@ int kafka_dump_main(const struct kafka_dump_opts *o)
 	status_clear(&r);
 	fflush(stdout);
 
-	for (struct source *s = r.sources; s; s = s->next) {
+	for (struct source *s = r.rec.sources; s; s = s->next) {
 		if (!s->open)
 			continue;
 		if (dump_writer_close_index(&s->w) || save_source_summary(&r, s))
@@ -855,28 +614,19 @@ int kafka_dump_main(const struct kafka_dump_opts *o)
 		rc = 1;
 	if (o->summary)
 		write_summary(&r, stderr, false);
-	if (r.torn || r.orphans || r.malformed || r.refused) {
+	if (r.rec.torn || r.rec.orphans || r.rec.malformed || r.rec.refused) {
 		fprintf(stderr, "evs-dump: not written: %" PRIu64 " torn records (chunks missing or out of order), %"
 			PRIu64 " chunks without their record's start, %" PRIu64 " malformed messages, %" PRIu64
-			" records with no place to go\n", r.torn, r.orphans, r.malformed, r.refused);
+			" records with no place to go\n", r.rec.torn, r.rec.orphans, r.rec.malformed, r.rec.refused);
 		rc = 1;
 	}
-	if (r.unfinished && o->summary)
+	if (r.rec.unfinished && o->summary)
 		fprintf(stderr, "evs-dump: %" PRIu64 " records were still arriving in chunks at the end: left to "
-			"the group's next reader\n", r.unfinished);
-	if (r.werr || r.fatal)
+			"the group's next reader\n", r.rec.unfinished);
+	if (r.rec.werr || r.fatal)
 		rc = 1;
-	while (r.sources) {
-		struct source *s = r.sources;
-
-		r.sources = s->next;
-		if (s->open && dump_writer_close(&s->w) && !rc)
-			rc = 1;
-		for (unsigned int c = 0; c < DUMP_MAX_CORES; c++)
-			free(s->cores[c]);
-		free(s);
-	}
-	free(r.parts);
+	if (krec_free(&r.rec) && !rc)
+		rc = 1;
 	dump_dir_close(&r.outdir, false);
 	return rc;
 }

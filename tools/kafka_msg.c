@@ -32,12 +32,14 @@ int kmsg_key(char *buf, const char *host, const char *producer, unsigned int cor
 
 int kmsg_parse_key(const void *key, size_t len, struct kmsg_source *src)
 {
-	const char *k = key, *end = k + len, *a, *b;
+	const char *k = key, *end, *a, *b;
 	uint64_t core = 0;
 
-	/* untrusted: every part is checked before it names a directory */
+	/* untrusted: every part is checked before it names a directory;
+	 * a record without a key has none (NULL: no end to compute) */
 	if (!k || len == 0 || len >= KMSG_KEY_MAX)
 		return -EBADMSG;
+	end = k + len;
 	a = memchr(k, '/', len);
 	if (!a)
 		return -EBADMSG;
@@ -100,7 +102,7 @@ void kmsg_hdrs_fill(struct kmsg_hdrs *h, const struct evs_event_header *eh, cons
 }
 
 /* A decimal header value, whole: 0, or -EBADMSG. */
-static int header_u64(rd_kafka_headers_t *hdrs, const char *name, uint64_t *v)
+static int header_u64(const rd_kafka_headers_t *hdrs, const char *name, uint64_t *v)
 {
 	const void *val;
 	size_t size;
@@ -124,13 +126,12 @@ static int header_u64(rd_kafka_headers_t *hdrs, const char *name, uint64_t *v)
 	return 0;
 }
 
-int kmsg_meta_parse(const rd_kafka_message_t *m, struct kmsg_meta *meta)
+int kmsg_meta_parse(const rd_kafka_headers_t *hdrs, struct kmsg_meta *meta)
 {
-	rd_kafka_headers_t *hdrs;
 	const void *val;
 	size_t size;
 
-	if (rd_kafka_message_headers(m, &hdrs) || header_u64(hdrs, KMSG_SEQ, &meta->seq))
+	if (!hdrs || header_u64(hdrs, KMSG_SEQ, &meta->seq))
 		return -EBADMSG;
 	meta->chunk = 0;
 	meta->nchunks = 1;

@@ -78,9 +78,10 @@ int kmsg_parse_key(const void *key, size_t len, struct kmsg_source *src);
  * is a tensor-read event (parsed and checked as evs-dump does). */
 void kmsg_hdrs_fill(struct kmsg_hdrs *h, const struct evs_event_header *eh, const void *payload);
 
-/* evs.seq and evs.chunk of a message; -EBADMSG when missing or malformed
- * (a chunk index beyond its count, a count of 0). */
-int kmsg_meta_parse(const rd_kafka_message_t *m, struct kmsg_meta *meta);
+/* evs.seq and evs.chunk from a message's headers (NULL: it has none);
+ * -EBADMSG when missing or malformed (a chunk index beyond its count, a
+ * count of 0). */
+int kmsg_meta_parse(const rd_kafka_headers_t *hdrs, struct kmsg_meta *meta);
 
 /* Applies -X "key=value" settings in order; 0, or -EINVAL after saying
  * which one librdkafka refused and why. */
