@@ -13,37 +13,22 @@
 
 start_mock --topic "$TOPIC:2"
 mkdir "$T/msgs"
-"$PY" - "$T/msgs" <<'PYEOF'
-import struct, sys
+"$PY" - "$T/msgs" "$RECORDS_DIR" <<'PYEOF'
+import sys
+sys.dont_write_bytecode = True      # nothing left in the tree
+sys.path.insert(0, sys.argv[2])
+from records import header, record, put
 d = sys.argv[1]
-def header(seq, size):
-    return struct.pack("<QIIQQ", size, 1, 0, seq, 1000 + seq) + bytes(32)
-def record(seq, text):
-    payload = text.encode().ljust(512, b"\0") + struct.pack("<II", 0, 1) + bytes(16 + 64 + 8 + 416)
-    return header(seq, len(payload)) + payload
-def put(name, data):
-    open("%s/%s" % (d, name), "wb").write(data)
 r = {s: record(s, "hostile chunks %d" % s) for s in range(7)}
 for s in (0, 3, 5):
-    put(str(s), r[s])
-put("1a", r[1][:400]); put("1c", r[1][400:])                   # 0/3, (null 1/3), 2/3
-put("4a", header(4, (4 << 30) - 64) + bytes(1024))              # 0/N of a 4 GiB record
-put("6a", r[6][:400]); put("6b", r[6][400:800]); put("6c", r[6][800:])
+    put(d, str(s), r[s])
+put(d, "1a", r[1][:400]); put(d, "1c", r[1][400:])                   # 0/3, (null 1/3), 2/3
+put(d, "4a", header(4, (4 << 30) - 64) + bytes(1024))              # 0/N of a 4 GiB record
+put(d, "6a", r[6][:400]); put(d, "6b", r[6][400:800]); put(d, "6c", r[6][800:])
 PYEOF
 n4=$(( ((4 << 30) + 1088 - 1) / 1088 ))
 k=kt/hostile/0
-send() { # send PARTITION FILE KEY HEADER... (KEY -: none; FILE -: a null value)
-	local p=$1 f=$2 key=$3; shift 3
-	local a=(-P -b "$BROKERS" -t "$TOPIC" -p "$p") x
-	for x in "$@"; do a+=(-H "$x"); done
-	if [ "$f" = - ]; then
-		printf '%s;\n' "$key" | "$KCAT" "${a[@]}" -K ';' -Z 2>>"$T/kcat.err"
-	elif [ "$key" = - ]; then
-		"$KCAT" "${a[@]}" "$T/msgs/$f" 2>>"$T/kcat.err"
-	else
-		"$KCAT" "${a[@]}" -k "$key" "$T/msgs/$f" 2>>"$T/kcat.err"
-	fi || fail "kcat -P $f: $(cat "$T/kcat.err")"
-}
+send() { kcat_send "$@"; }  # send PARTITION FILE KEY HEADER...
 send 0 0 - evs.seq=0 evs.type=1
 send 0 0 $k evs.seq=0 evs.type=1
 send 0 1a $k evs.seq=1 evs.type=1 evs.chunk=0/3

@@ -30,6 +30,26 @@ start_mock() {
 	BROKERS=$(head -1 "$T/mock.out")
 }
 
+# tests/kafka/records.py (in RECORDS_DIR) is for "$PY" - DIR <<'PYEOF' blocks that
+# write messages to put on the topic by hand (sys.path has its directory)
+RECORDS_DIR=$ROOT/tests/kafka
+
+# kcat_send PARTITION FILE KEY HEADER...: one message from $T/msgs/FILE
+# through kcat, as a broken or hostile writer could (KEY -: none; FILE -:
+# a null value).
+kcat_send() {
+	local p=$1 f=$2 key=$3; shift 3
+	local a=(-P -b "$BROKERS" -t "$TOPIC" -p "$p") x
+	for x in "$@"; do a+=(-H "$x"); done
+	if [ "$f" = - ]; then
+		printf '%s;\n' "$key" | "$KCAT" "${a[@]}" -K ';' -Z 2>>"$T/kcat.err"
+	elif [ "$key" = - ]; then
+		"$KCAT" "${a[@]}" "$T/msgs/$f" 2>>"$T/kcat.err"
+	else
+		"$KCAT" "${a[@]}" -k "$key" "$T/msgs/$f" 2>>"$T/kcat.err"
+	fi || fail "kcat -P $f: $(cat "$T/kcat.err")"
+}
+
 # mock_cmd COMMAND...: send one command, wait for its answer, fail unless ok.
 mock_cmd() {
 	local n

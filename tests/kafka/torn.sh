@@ -10,35 +10,25 @@
 
 start_mock --topic "$TOPIC:1"
 mkdir "$T/msgs"
-# a device print as evs_producer__emit_tensor lays it out: the 64-byte
-# record header, then the 1024-byte reference payload
-"$PY" - "$T/msgs" <<'PYEOF'
-import struct, sys
+"$PY" - "$T/msgs" "$RECORDS_DIR" <<'PYEOF'
+import sys
+sys.dont_write_bytecode = True      # nothing left in the tree
+sys.path.insert(0, sys.argv[2])
+from records import record, put
 d = sys.argv[1]
-def record(seq, text, size_lie=0):
-    payload = text.encode().ljust(512, b"\0") + struct.pack("<II", 0, 1) + bytes(16 + 64 + 8 + 416)
-    return struct.pack("<QIIQQ", len(payload) + size_lie, 1, 0, seq, 1000 + seq) + bytes(32) + payload
-def put(name, data):
-    open("%s/%s" % (d, name), "wb").write(data)
 r = {s: record(s, "torn test %d" % s) for s in range(6)}
-put("0", r[0])                     # whole
-put("1a", r[1][:400])              # chunk 0/3 ...
-put("1c", r[1][800:])              # ... chunk 2/3: chunk 1 missing
-put("2b", r[2][600:])              # chunk 1/2 without chunk 0
-put("3", r[3])                     # whole
-put("4a", r[4][:600])              # chunk 0/2
-put("4b", r[4][600:])              # chunk 1/2: complete
-put("5", record(5, "lies about its size", 8))  # header says 8 bytes more
-put("6", r[0])                     # a key that climbs out of the directory
+put(d, "0", r[0])                     # whole
+put(d, "1a", r[1][:400])              # chunk 0/3 ...
+put(d, "1c", r[1][800:])              # ... chunk 2/3: chunk 1 missing
+put(d, "2b", r[2][600:])              # chunk 1/2 without chunk 0
+put(d, "3", r[3])                     # whole
+put(d, "4a", r[4][:600])              # chunk 0/2
+put(d, "4b", r[4][600:])              # chunk 1/2: complete
+put(d, "5", record(5, "lies about its size", 8))  # header says 8 bytes more
+put(d, "6", r[0])                     # a key that climbs out of the directory
 PYEOF
 k=kt/torn/0
-send() { # send FILE KEY HEADER...
-	local f=$1 key=$2; shift 2
-	local h=() x
-	for x in "$@"; do h+=(-H "$x"); done
-	"$KCAT" -P -b "$BROKERS" -t "$TOPIC" -p 0 -k "$key" "${h[@]}" "$T/msgs/$f" 2>>"$T/kcat.err" ||
-		fail "kcat -P $f: $(cat "$T/kcat.err")"
-}
+send() { kcat_send 0 "$@"; }  # send FILE KEY HEADER...
 send 0 $k evs.seq=0 evs.type=1
 send 1a $k evs.seq=1 evs.type=1 evs.chunk=0/3
 send 1c $k evs.seq=1 evs.type=1 evs.chunk=2/3
