@@ -457,15 +457,16 @@ END_TEST
 
 START_TEST(test_json_put_str_keeps_the_index_valid_utf8)
 {
-	char out[128];
+	char out[256];
 	FILE *f = fmemopen(out, sizeof(out), "w");
 
 	/* quote, backslash, newline, control, valid UTF-8 (U+2192), a stray
-	 * continuation byte, a truncated sequence, an overlong form */
-	json_put_str(f, "a\"b\\c\n\x01 \xe2\x86\x92 \x80 \xe2\x86 \xc0\xaf");
+	 * continuation byte, a truncated sequence, an overlong form, bytes
+	 * that start no sequence (0xf5..0xff) before continuation bytes */
+	json_put_str(f, "a\"b\\c\n\x01 \xe2\x86\x92 \x80 \xe2\x86 \xc0\xaf \xff\xa7\xa7 \xf8\x88\x80");
 	fclose(f);
 	ck_assert_str_eq(out, "\"a\\\"b\\\\c\\n\\u0001 \xe2\x86\x92 \\u0080 \\u00e2\\u0086 "
-			      "\\u00c0\\u00af\"");
+			      "\\u00c0\\u00af \\u00ff\\u00a7\\u00a7 \\u00f8\\u0088\\u0080\"");
 }
 END_TEST
 

@@ -45,3 +45,28 @@ for k in link:"a symbolic link" fifo:"not a regular file"; do
 	grep -qF "core0.evsraw: $why, not a raw dump: refused" "$T/e$d" || { cat "$T/e$d"; fail "raw $d: message"; }
 	ok "raw $d refused: '$(head -1 "$T/e$d")', exit 1"
 done
+
+# a prefix with bytes that cannot start UTF-8 (0xf5..0xff) before
+# continuation bytes: the index stays UTF-8 JSON, each such byte shown as
+# its code point (0xff 0xa7 0xa7 once went out raw, read as a 3-byte
+# sequence)
+mkdir "$T/rutf"
+"$PY" - "$T/rutf/core0.evsraw" <<'PY'
+import struct, sys
+p = bytearray(1024)
+text = b"x \xff\xa7\xa7 \xf8\x88\x80\x80\x80 \xf5\x80\x80\x80 \xe2\x86\x92"
+p[:len(text)] = text
+out = b"EVSRAW01" + struct.pack("<II", 1, 0) + bytes(48)
+out += struct.pack("<QIIQQ32x", len(p), 1, 0, 0, 0) + p
+open(sys.argv[1], "wb").write(out)
+PY
+"$DUMP" --convert "$T/rutf" -o "$T/outf" -q 2>"$T/eutf"; rc=$?
+[ "$rc" -eq 0 ] || { cat "$T/eutf"; fail "non-UTF-8 prefix: exit $rc, expected 0"; }
+"$PY" - "$T/outf/index.jsonl" <<'PY' || fail "non-UTF-8 prefix: index is not UTF-8 JSON"
+import json, sys
+line = open(sys.argv[1], "rb").read()
+want = "x \u00ff\u00a7\u00a7 \u00f8\u0088\u0080\u0080\u0080 \u00f5\u0080\u0080\u0080 \u2192"
+got = json.loads(line.decode("utf-8"))["prefix"]
+assert got == want, "prefix %r, expected %r" % (got, want)
+PY
+ok "a prefix with bytes that start no UTF-8 sequence: index valid, '$(grep -o '"prefix":.*' "$T/outf/index.jsonl" | cut -c1-40)...'"

@@ -13,7 +13,8 @@
 /* Length of the valid UTF-8 sequence at s, or 0. */
 static int utf8_len(const unsigned char *s)
 {
-	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+	/* 0xf5..0xff start no sequence: they are not 3-byte leads */
+	int n = s[0] >= 0xf5 ? 0 : s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
 
 	for (int i = 1; i < n; i++)
 		if ((s[i] & 0xc0) != 0x80)
