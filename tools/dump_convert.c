@@ -15,13 +15,22 @@
 #include "dump.h"
 #include "dump_writer.h"
 
-static int convert_file(struct dump_writer *w, int rawfd, const char *rawdir, const char *name)
+/* The last sequence number converted for each core: .npy files are named
+ * by it, so a record that repeats one (or goes back, as two files of one
+ * core can) would replace a file whose index line is already written. */
+struct conv_seq {
+	uint64_t last[DUMP_MAX_CORES];
+	bool any[DUMP_MAX_CORES];
+};
+
+static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd, const char *rawdir,
+			const char *name)
 {
 	char path[4096];
 	struct dump_raw_hdr fh;
 	struct stat st;
 	const uint8_t *m;
-	uint64_t off;
+	uint64_t off, skipped = 0, skip_seq = 0, skip_off = 0, skip_last = 0;
 	int fd, err = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", rawdir, name);
@@ -75,11 +84,27 @@ static int convert_file(struct dump_writer *w, int rawfd, const char *rawdir, co
 		if (h.data_size > left - sizeof(h))
 			break;
 		len = sizeof(h) + ((h.data_size + 7) & ~7ull);
-		err = dump_writer_record(w, fh.core, &h, m + off + sizeof(h));
-		if (err)
-			break;
+		if (seqs->any[fh.core] && h.seq <= seqs->last[fh.core]) {
+			/* as the Kafka reader does with duplicates: skipped, counted */
+			if (!skipped++) {
+				skip_seq = h.seq;
+				skip_off = off;
+				skip_last = seqs->last[fh.core];
+			}
+		} else {
+			seqs->any[fh.core] = true;
+			seqs->last[fh.core] = h.seq;
+			err = dump_writer_record(w, fh.core, &h, m + off + sizeof(h));
+			if (err)
+				break;
+		}
 		off += len < left ? len : left;
 	}
+	if (skipped)
+		fprintf(stderr, "evs-dump: %s: %" PRIu64 " records skipped: sequence number %" PRIu64 " at offset %"
+			PRIu64 " is at or below %" PRIu64 ", already converted for core %" PRIu32 " (a core's "
+			"records are converted once, in order)\n", path, skipped, skip_seq, skip_off, skip_last,
+			fh.core);
 	if (!err && off < (uint64_t)st.st_size)
 		fprintf(stderr, "evs-dump: %s: %" PRIu64 " bytes at the end are not a whole record (ignored)\n",
 			path, (uint64_t)st.st_size - off);
@@ -94,6 +119,7 @@ out:
 int dump_convert(const char *rawdir, const char *outdir, bool summary)
 {
 	struct dump_writer w = { .print = false };
+	struct conv_seq seqs = { 0 };  /* 36 KiB */
 	struct dirent **names = NULL;
 	int n = 0, err = 0, files = 0, rawfd, rc;
 
@@ -116,7 +142,7 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary)
 		if (strncmp(names[i]->d_name, "core", 4) || len < 7 ||
 		    strcmp(names[i]->d_name + len - 7, ".evsraw"))
 			continue;
-		err = convert_file(&w, rawfd, rawdir, names[i]->d_name);
+		err = convert_file(&w, &seqs, rawfd, rawdir, names[i]->d_name);
 		files++;
 	}
 	if (!files) {
@@ -126,6 +152,8 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary)
 	if (summary)
 		fprintf(stderr, "evs-dump: converted %d raw files: %" PRIu64 " events, %" PRIu64
 			" tensor bytes into %s\n", files, w.events, w.bytes, outdir);
+	if (w.bad)
+		fprintf(stderr, "evs-dump: %" PRIu64 " malformed events were indexed as \"bad\"\n", w.bad);
 	if (summary && w.unfit)
 		fprintf(stderr, "evs-dump: %" PRIu64 " empty tensors have shapes NumPy cannot represent: "
 			"indexed with their shape, no .npy written\n", w.unfit);

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # --convert on raw files it did not write: a core number in the header
 # beyond the library's 0..4095 (the largest wraps a 32-bit count) is refused
-# with a message naming it and the range, exit 1, no crash.
+# with a message naming it and the range, exit 1, no crash; a malformed
+# record is indexed as bad and said; a link or a FIFO is refused; a
+# sequence number repeated within a core is skipped and said; a prefix
+# that is not UTF-8 leaves the index UTF-8 JSON.
 . "$(dirname "$0")/lib.sh"
 
 # raw_file PATH CORE: the 64-byte raw header, then one 8-byte record
@@ -31,7 +34,8 @@ raw_file "$T/r4095/core0.evsraw" 4095
 # the record is a "bad" event: indexed as such (exit 0 from convert: only
 # write failures fail it)
 grep -q '"core":4095,.*"kind":"bad"' "$T/o4095/index.jsonl" || { cat "$T/e4095"; fail "core 4095: not indexed (exit $rc)"; }
-ok "raw header with core 4095: converted, exit $rc"
+grep -qF '1 malformed events were indexed as "bad"' "$T/e4095" || { cat "$T/e4095"; fail "core 4095: the bad record not said"; }
+ok "raw header with core 4095: converted, the bad record said, exit $rc"
 
 # a core<N>.evsraw that is a link (to a raw dump that converts) or a FIFO:
 # refused by name, exit 1, and the FIFO does not hang the open
@@ -45,6 +49,58 @@ for k in link:"a symbolic link" fifo:"not a regular file"; do
 	grep -qF "core0.evsraw: $why, not a raw dump: refused" "$T/e$d" || { cat "$T/e$d"; fail "raw $d: message"; }
 	ok "raw $d refused: '$(head -1 "$T/e$d")', exit 1"
 done
+
+# raw_tensors PATH CORE SPEC...: a raw file of tensor records, each SPEC
+# "seq:dtype:shape" (shape "2x2", "" for a scalar), data bytes 0, 1, 2...;
+# as evs-dump --raw writes them (the extension records ndim).
+raw_tensors() {
+	"$PY" - "$@" <<'PY'
+import struct, sys
+size = {"float32": 4, "int8": 1, "float64": 8}
+out = b"EVSRAW01" + struct.pack("<II", 1, int(sys.argv[2])) + bytes(48)
+for spec in sys.argv[3:]:
+    seq, dtype, shape = spec.split(":")
+    shape = [int(s) for s in shape.split("x")] if shape else []
+    n = size[dtype]
+    for s in shape:
+        n *= s
+    p = bytearray(1024)
+    p[:len(spec)] = spec.encode()
+    p[520:520 + len(dtype)] = dtype.encode()
+    struct.pack_into("<8Q", p, 536, *(shape + [0] * (8 - len(shape))))
+    struct.pack_into("<Q", p, 600, n)
+    struct.pack_into("<HBBI", p, 608, 0x4e45, len(shape), 0, 0)
+    p += bytes(i % 256 for i in range(n))
+    out += struct.pack("<QIIQQ32x", len(p), 1, 0, int(seq), 1000) + p + bytes(-len(p) % 8)
+open(sys.argv[1], "wb").write(out)
+PY
+}
+
+# npy_shape FILE: the shape in a .npy's header, as Python prints it
+npy_shape() {
+	"$PY" -c 'import ast, sys; b = open(sys.argv[1], "rb").read(); n = b[8] | b[9] << 8
+print(ast.literal_eval(b[10:10 + n].decode())["shape"])' "$1"
+}
+
+# a sequence number that repeats or goes back within a core (one crafted
+# file, or two files whose headers name the same core) would name a .npy
+# already written: the record is skipped and said, the first file kept
+# as its index line describes it, exit 0 (as for a torn record)
+mkdir "$T/rdup"
+raw_tensors "$T/rdup/core0.evsraw" 0 7:float32:2x2 7:int8:3 5:float64: 8:int8:2
+raw_tensors "$T/rdup/core1.evsraw" 0 8:float64:1 9:int8:1
+"$DUMP" --convert "$T/rdup" -o "$T/odup" -q 2>"$T/edup"; rc=$?
+[ "$rc" -eq 0 ] || { cat "$T/edup"; fail "repeated seq: exit $rc, expected 0"; }
+[ "$(npy_shape "$T/odup/c0/000000000007.npy")" = "(2, 2)" ] ||
+	{ cat "$T/odup/index.jsonl"; fail "repeated seq: c0/000000000007.npy replaced by a later record ($(npy_shape "$T/odup/c0/000000000007.npy"))"; }
+[ "$(grep -c '"file":"c0/000000000008.npy"' "$T/odup/index.jsonl")" -eq 1 ] ||
+	{ cat "$T/odup/index.jsonl"; fail "repeated seq: c0/000000000008.npy named by more than one line"; }
+[ "$(wc -l <"$T/odup/index.jsonl")" -eq 3 ] || { cat "$T/odup/index.jsonl"; fail "repeated seq: index lines"; }
+grep -qF "core0.evsraw: 2 records skipped: sequence number 7 at offset 1168 is at or below 7, already converted for core 0" "$T/edup" ||
+	{ cat "$T/edup"; fail "repeated seq: message (file 0)"; }
+grep -qF "core1.evsraw: 1 records skipped: sequence number 8 at offset 64 is at or below 8, already converted for core 0" "$T/edup" ||
+	{ cat "$T/edup"; fail "repeated seq: message (file 1)"; }
+ok "repeated sequence numbers skipped and said: '$(head -1 "$T/edup")', exit 0"
 
 # a prefix with bytes that cannot start UTF-8 (0xf5..0xff) before
 # continuation bytes: the index stays UTF-8 JSON, each such byte shown as
