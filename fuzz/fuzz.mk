@@ -4,7 +4,7 @@
 # library sources are compiled into each target with the same sanitizers.
 FUZZ_CC      ?= clang
 FUZZ_TIME    ?= 60
-FUZZ_TARGETS := consumer producer
+FUZZ_TARGETS := consumer producer convert
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
 	-D_GNU_SOURCE -Iinclude -Itransport -Iruntime -Wall -Wextra -Werror
@@ -28,6 +28,12 @@ $(BUILD)/fuzz/fuzz_kafka: fuzz/fuzz_kafka.c $(FUZZ_KAFKA_SRCS) $(LIB_SRCS) $(wil
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools -Itools/common $(shell pkg-config --cflags rdkafka) $< \
 		$(FUZZ_KAFKA_SRCS) $(LIB_SRCS) -o $@ $(shell pkg-config --libs rdkafka) -lpthread -lm
+
+# evs-dump --convert: the converter with the dump writer it feeds
+FUZZ_CONVERT_SRCS := tools/dump_convert.c tools/dump_writer.c tools/preview.c $(TOOLS_LIB_SRCS)
+$(BUILD)/fuzz/fuzz_convert: fuzz/fuzz_convert.c $(FUZZ_CONVERT_SRCS) $(LIB_SRCS) $(wildcard tools/*.h tools/common/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools -Itools/common $< $(FUZZ_CONVERT_SRCS) $(LIB_SRCS) -o $@ -lpthread -lm
 
 .PHONY: fuzz fuzz-build fuzz-run
 fuzz-build: $(FUZZ_BINS)

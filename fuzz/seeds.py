@@ -140,3 +140,53 @@ write("kafka", "claims-4gib", bytes([0])
       + kmsg(first, khdrs(0, chunk="0/%d" % ((64 + huge + len(first) - 1) // len(first)), **tkw))
       + kmsg(p1, khdrs(1), offset=1))
 write("kafka", "host-named-summary", bytes([0]) + kmsg(t0, khdrs(0, **tkw), key=b"summary.json/p/0"))
+
+# convert: evs-dump --convert on raw files (fuzz/fuzz_convert.c). A
+# selector byte (bit 0: two files, then a u16 length of the first; bits
+# 1-3 and 4-6: their core<N>.evsraw names; bit 7: the summary), then the
+# files: a 64-byte raw header, then records as in the ring. Seeds from
+# the real tools come from fuzz/raw_seeds.sh (demo-*); these are crafted.
+def raw_hdr(core, magic=b"EVSRAW01", version=1):
+    return magic + struct.pack("<II", version, core) + bytes(48)
+
+def raw_rec(seq, payload, typ=1, size=None):
+    size = len(payload) if size is None else size
+    return evs_header(seq, size, typ) + payload + bytes((-len(payload)) % 8)
+
+def tensor_ext(name, dtype, shape, data, ndim=None, esz=0):
+    p = bytearray(tensor_payload(name, dtype, shape, data))
+    p[608:616] = struct.pack("<HBBI", 0x4e45, len(shape) if ndim is None else ndim, 0, esz)
+    return bytes(p)
+
+def conv(sel, *files):
+    if len(files) == 1:
+        return bytes([sel]) + files[0]
+    return bytes([sel | 1]) + u16(len(files[0])) + files[0] + files[1]
+
+f32 = tensor_ext("t", "float32", [2, 2], bytes(range(16)))
+write("convert", "header-only", conv(0, raw_hdr(0)))
+write("convert", "empty-file", conv(0x80, b""))
+write("convert", "scalar-print-empty", conv(0x80, raw_hdr(3) + raw_rec(0, tensor_ext("s", "int8", [], b"\x05"))
+      + raw_rec(1, print_payload("hi \xe9 \xe2\x82\xac")) + raw_rec(2, tensor_ext("e", "float16", [3, 0, 2], b""))))
+write("convert", "claims-8eib", conv(0, raw_hdr(0) + raw_rec(0, f32, size=1 << 63)))
+write("convert", "torn-last-record", conv(0, raw_hdr(0) + raw_rec(0, f32) + raw_rec(1, f32)[:700]))
+write("convert", "ext-ndim-9", conv(0, raw_hdr(0) + raw_rec(0, tensor_ext("t", "float32", [2, 2], bytes(16), ndim=9))))
+write("convert", "unknown-dtype-esz3", conv(0, raw_hdr(1) + raw_rec(5, tensor_ext("v", "fp24", [2], bytes(6), esz=3))))
+write("convert", "shape-overflows", conv(0, raw_hdr(0) + raw_rec(0, tensor_ext("o", "float32", [1 << 32, 1 << 32], bytes(16)))))
+write("convert", "empty-no-numpy-shape", conv(0x80, raw_hdr(0) + raw_rec(0, tensor_ext("u", "float32", [0, (1 << 64) - 1], b""))))
+write("convert", "print-with-data", conv(0, raw_hdr(0) + raw_rec(0, print_payload("p")[:1016] + u64(8) + bytes(8))))
+write("convert", "core-4096", conv(0, raw_hdr(4096) + raw_rec(0, f32)))
+write("convert", "core-4095", conv(0, raw_hdr(4095) + raw_rec(0, f32)))  # the largest table of cores
+write("convert", "bad-version", conv(0, raw_hdr(0, version=2) + raw_rec(0, f32)))
+write("convert", "type-0-record", conv(0, raw_hdr(2) + raw_rec(0, bytes(8), typ=0)))
+write("convert", "two-files-two-cores", conv(0x80 | 2 << 1, raw_hdr(0) + raw_rec(0, f32), raw_hdr(1) + raw_rec(0, f32)))
+# what the fuzzer found (docs/reliability.md), also as fuzz/corpus/convert
+# files it wrote (dup-seq-replaces-npy, prefix-ff-before-continuations):
+# a sequence number again within a core, and two files of one core; a
+# prefix with bytes that start no UTF-8 sequence before continuation bytes
+write("convert", "repeated-seq", conv(0, raw_hdr(0) + raw_rec(7, f32)
+      + raw_rec(7, tensor_ext("t", "int8", [3], bytes(3))) + raw_rec(5, f32) + raw_rec(8, f32)))
+write("convert", "two-files-one-core", conv(0x80, raw_hdr(4) + raw_rec(0, f32) + raw_rec(1, f32),
+      raw_hdr(4) + raw_rec(1, tensor_ext("t", "int8", [3], bytes(3))) + raw_rec(2, f32)))
+write("convert", "prefix-not-utf8-leads", conv(0, raw_hdr(0)
+      + raw_rec(0, print_payload("x ")[:2] + b"\xff\xa7\xa7 \xf8\x88\x80\x80\x80" + bytes(1024 - 12))))
