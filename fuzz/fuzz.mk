@@ -24,14 +24,14 @@ $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRCS) $(wildcard transport/*.h runtime
 # the tools' common code
 FUZZ_KAFKA_SRCS := tools/kafka_records.c tools/kafka_msg.c tools/dump_writer.c tools/preview.c \
 	$(TOOLS_LIB_SRCS)
-$(BUILD)/fuzz/fuzz_kafka: fuzz/fuzz_kafka.c $(FUZZ_KAFKA_SRCS) $(LIB_SRCS) $(wildcard tools/*.h tools/common/*.h)
+$(BUILD)/fuzz/fuzz_kafka: fuzz/fuzz_kafka.c fuzz/scratch.h $(FUZZ_KAFKA_SRCS) $(LIB_SRCS) $(wildcard tools/*.h tools/common/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools -Itools/common $(shell pkg-config --cflags rdkafka) $< \
 		$(FUZZ_KAFKA_SRCS) $(LIB_SRCS) -o $@ $(shell pkg-config --libs rdkafka) -lpthread -lm
 
 # evs-dump --convert: the converter with the dump writer it feeds
 FUZZ_CONVERT_SRCS := tools/dump_convert.c tools/dump_writer.c tools/preview.c $(TOOLS_LIB_SRCS)
-$(BUILD)/fuzz/fuzz_convert: fuzz/fuzz_convert.c $(FUZZ_CONVERT_SRCS) $(LIB_SRCS) $(wildcard tools/*.h tools/common/*.h)
+$(BUILD)/fuzz/fuzz_convert: fuzz/fuzz_convert.c fuzz/scratch.h $(FUZZ_CONVERT_SRCS) $(LIB_SRCS) $(wildcard tools/*.h tools/common/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools -Itools/common $< $(FUZZ_CONVERT_SRCS) $(LIB_SRCS) -o $@ -lpthread -lm
 

@@ -38,12 +38,9 @@
 #include "dump.h"
 #include "jsonl.h"
 #include "npy.h"
+#include "scratch.h"
 
-#define BASE_DIR "/dev/shm"
-#define BASE_PREFIX "evs-fuzz-convert."
-static char base[64];          /* BASE_DIR/BASE_PREFIX<pid> */
 static char rawdir[80], outdir[80];
-static int basefd = -1;
 static FILE *devnull;
 
 /* ------------------------------------------------------------ heap bound */
@@ -73,57 +70,18 @@ static void on_free(const volatile void *p)
 	live = n < live ? live - n : 0;
 }
 
-/* ------------------------------------------------------------ directories */
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void cleanup(void)
-{
-	nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* What a run that crashed (or was stopped) left: its process is gone. */
-static void remove_stale(void)
-{
-	DIR *d = opendir(BASE_DIR);
-	struct dirent *e;
-
-	while (d && (e = readdir(d))) {
-		char path[sizeof(base)];
-		long pid;
-
-		if (strncmp(e->d_name, BASE_PREFIX, strlen(BASE_PREFIX)))
-			continue;
-		pid = strtol(e->d_name + strlen(BASE_PREFIX), NULL, 10);
-		if (pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH &&
-		    snprintf(path, sizeof(path), BASE_DIR "/%s", e->d_name) < (int)sizeof(path))
-			nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	}
-	if (d)
-		closedir(d);
-}
+/* ------------------------------------------------------------ setup */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	remove_stale();
-	snprintf(base, sizeof(base), BASE_DIR "/" BASE_PREFIX "%d", (int)getpid());
-	snprintf(rawdir, sizeof(rawdir), "%s/raw", base);
-	snprintf(outdir, sizeof(outdir), "%s/out", base);
-	if (mkdir(base, 0700) || mkdir(rawdir, 0700))
-		abort();
-	basefd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	scratch_init("evs-fuzz-convert.");
+	snprintf(rawdir, sizeof(rawdir), "%s/raw", scratch);
+	snprintf(outdir, sizeof(outdir), "%s/out", scratch);
 	devnull = fopen("/dev/null", "w");
-	if (basefd < 0 || !devnull)
+	if (mkdir(rawdir, 0700) || !devnull)
 		abort();
-	atexit(cleanup);
 	__sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
 	return 0;
 }
@@ -455,7 +413,7 @@ static void check_index(int outfd)
 
 static void check_out(void)
 {
-	int fd = openat(basefd, "out", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(scratch_fd, "out", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d;
 	struct dirent *e;
 	bool index = false;
@@ -487,10 +445,10 @@ static void check_out(void)
 static void check_base(const char *const names[2], const uint8_t *const data[2],
 		       const size_t lens[2], int nfiles)
 {
-	int fd = openat(basefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(scratch_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fdopendir(fd);
 	struct dirent *e;
-	int rawfd = openat(basefd, "raw", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+	int rawfd = openat(scratch_fd, "raw", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
 
 	if (!d || rawfd < 0)
 		abort();
@@ -520,7 +478,7 @@ static void check_base(const char *const names[2], const uint8_t *const data[2],
 
 static void put_file(const char *name, const uint8_t *p, size_t n)
 {
-	int fd = openat(basefd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int fd = openat(scratch_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
 	if (fd < 0 || (n && write(fd, p, n) != (ssize_t)n) || close(fd))
 		abort();
@@ -580,7 +538,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 	}
 	check_out();
 	check_base(fnames, data, lens, nfiles);
-	if (nftw(outdir, rm_one, 16, FTW_DEPTH | FTW_PHYS))
+	if (scratch_rm(outdir))
 		abort();
 	return 0;
 }

@@ -34,14 +34,11 @@
 #include <sys/stat.h>
 
 #include "kafka_records.h"
+#include "scratch.h"
 
 #define FZ_MESSAGES 64
 #define FZ_HEADERS 7
 
-#define BASE_DIR "/dev/shm"
-#define BASE_PREFIX "evs-fuzz-kafka."
-static char base[64];      /* BASE_DIR/BASE_PREFIX<pid> */
-static int basefd = -1;
 
 /* canned keys: a mutation need not find a valid one byte by byte */
 static const char *const keys[] = { "h/p/0", "h/p/1", "h/q/4095", "h2.x/p_-/7" };
@@ -75,61 +72,20 @@ static void no_status(void *ctx)
 	(void)ctx;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void cleanup(void)
-{
-	nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void remove_out(void)
 {
-	char path[sizeof(base) + 4];
+	char path[sizeof(scratch) + 4];
 
-	snprintf(path, sizeof(path), "%s/out", base);
-	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS))
+	snprintf(path, sizeof(path), "%s/out", scratch);
+	if (scratch_rm(path))
 		abort();
-}
-
-/* What a run that crashed (or was stopped) left: its process is gone. */
-static void remove_stale(void)
-{
-	DIR *d = opendir(BASE_DIR);
-	struct dirent *e;
-
-	while (d && (e = readdir(d))) {
-		char path[sizeof(base)];
-		long pid;
-
-		if (strncmp(e->d_name, BASE_PREFIX, strlen(BASE_PREFIX)))
-			continue;
-		pid = strtol(e->d_name + strlen(BASE_PREFIX), NULL, 10);
-		if (pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH &&
-		    snprintf(path, sizeof(path), BASE_DIR "/%s", e->d_name) < (int)sizeof(path))
-			nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	}
-	if (d)
-		closedir(d);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	remove_stale();
-	snprintf(base, sizeof(base), BASE_DIR "/" BASE_PREFIX "%d", (int)getpid());
-	if (mkdir(base, 0700))
-		abort();
-	basefd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (basefd < 0)
-		abort();
-	atexit(cleanup);
+	scratch_init("evs-fuzz-kafka.");
 	return 0;
 }
 
@@ -169,7 +125,7 @@ static void check_held(const struct krec *r)
  * takes the name of the summary the reader writes there at the end. */
 static void check_base(void)
 {
-	int fd = openat(basefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(scratch_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fdopendir(fd);
 	struct dirent *e;
 	struct stat st;
@@ -182,7 +138,7 @@ static void check_base(void)
 			abort();
 		}
 	closedir(d);
-	if (!fstatat(basefd, "out/summary.json", &st, AT_SYMLINK_NOFOLLOW)) {
+	if (!fstatat(scratch_fd, "out/summary.json", &st, AT_SYMLINK_NOFOLLOW)) {
 		fprintf(stderr, "out/summary.json was made by a record\n");
 		abort();
 	}
@@ -252,7 +208,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 	struct dump_dir out = { .fd = -1, .parentfd = -1 };
 	unsigned int flags = fz_u8(&in);
 
-	if (dump_dir_open(&out, basefd, "out", "out"))
+	if (dump_dir_open(&out, scratch_fd, "out", "out"))
 		abort();
 	r.outfd = out.fd;
 	r.mode = (enum dump_mode)(flags % 3);
