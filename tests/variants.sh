@@ -7,6 +7,10 @@
 #             the library); the unit suites that emit and drop
 #   nosdt     no <sys/sdt.h> anywhere on the include path (a copy of the
 #             system include tree without it): the same
+#   nokafka   KAFKA_OK= (no librdkafka at build time): evs-forward left
+#             out and `make` says so, evs-dump --kafka refuses by name,
+#             make kafka-demo says so after deps, the Kafka tests skip
+#             loudly
 #   nobpf     BPF_CLANG=/nonexistent/clang, as on a machine without the
 #             eBPF toolchain: evs-drops and the drop-cost bench are left
 #             out, `make` says so in one line, test_bpf skips loudly, the
@@ -168,6 +172,40 @@ v_oldefd() {
 	suites "$V/oldefd" test_untrusted test_readiness test_xproc test_nrt
 }
 
+v_nokafka() {
+	local b=$V/nokafka n out
+	build nokafka KAFKA_OK= || return 1
+	n=$(grep -c 'left out: Kafka tools (librdkafka-dev missing)' "$b/make.log")
+	if [ "$n" -ne 1 ]; then
+		cat "$b/make.log"
+		say "nokafka: make said what it left out $n times, expected once"
+		return 1
+	fi
+	if [ -e "$b/evs-forward" ]; then
+		say "nokafka: evs-forward was built"
+		return 1
+	fi
+	out=$("$b/evs-dump" --kafka localhost:1 --topic t 2>&1); n=$?
+	if [ "$n" -ne 2 ] || ! grep -q 'built without Kafka' <<<"$out"; then
+		say "nokafka: evs-dump --kafka exited $n: $out"
+		return 1
+	fi
+	say "nokafka: $out (exit 2)"
+	# after deps, a make that still finds no librdkafka says so, once
+	out=$(make --no-print-directory BUILD="$b" KAFKA_OK= kafka-demo 2>&1); n=$?
+	if [ "$n" -eq 0 ] || ! grep -q 'librdkafka not found (pkg-config rdkafka) after make deps' <<<"$out"; then
+		echo "$out"
+		say "nokafka: make kafka-demo exited $n"
+		return 1
+	fi
+	suites "$b" tests/kafka/e2e.sh tests/kafka/corrupt.sh tests/dump/dtypes.sh | tee "$b/suites.log"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+	if [ "$(grep -c '^SKIP: this build has no Kafka tools' "$b/suites.log")" -ne 2 ]; then
+		say "nokafka: the Kafka tests did not skip loudly"
+		return 1
+	fi
+}
+
 v_nopyext() {
 	local b=$V/nopyext n impl
 	build nopyext PY_DEV= || return 1
@@ -196,7 +234,7 @@ v_nopyext() {
 	fi
 }
 
-for v in ${VARIANTS:-noprobes nosdt nobpf clang nohuge oldefd nopyext}; do
+for v in ${VARIANTS:-noprobes nosdt nobpf clang nohuge oldefd nopyext nokafka}; do
 	t0=$SECONDS
 	say "===== $v"
 	if declare -F "v_$v" >/dev/null && "v_$v"; then
