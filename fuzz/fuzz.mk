@@ -4,15 +4,13 @@
 # library sources are compiled into each target with the same sanitizers.
 FUZZ_CC      ?= clang
 FUZZ_TIME    ?= 60
-FUZZ_TARGETS := consumer producer convert
+# evs-dump --kafka's records where the build has Kafka: KAFKA_OK comes
+# from tools/kafka.mk, read after this file, hence = and $$(FUZZ_BINS)
+FUZZ_TARGETS = consumer producer convert $(if $(KAFKA_OK),kafka)
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
 	-D_GNU_SOURCE -Iinclude -Itransport -Iruntime -Wall -Wextra -Werror
-# evs-dump --kafka's records, where librdkafka is (as tools/kafka.mk)
-ifeq ($(shell pkg-config --exists rdkafka 2>/dev/null && echo yes),yes)
-FUZZ_TARGETS += kafka
-endif
-FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_BINS    = $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
 # clang and its libFuzzer runtime: `make deps` installs them (`make fuzz`
 # runs it first; plain `make fuzz-build` does not install anything)
@@ -36,11 +34,11 @@ $(BUILD)/fuzz/fuzz_convert: fuzz/fuzz_convert.c fuzz/scratch.h $(FUZZ_CONVERT_SR
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itools -Itools/common $< $(FUZZ_CONVERT_SRCS) $(LIB_SRCS) -o $@ -lpthread -lm
 
 .PHONY: fuzz fuzz-build fuzz-run
-fuzz-build: $(FUZZ_BINS)
+fuzz-build: $$(FUZZ_BINS)
 
 # run by a make that reads the fragments after deps: the targets then
 # include kafka on a machine where deps has just installed librdkafka
-fuzz-run: $(FUZZ_BINS)
+fuzz-run: $$(FUZZ_BINS)
 	@bash fuzz/run.sh $(BUILD)/fuzz $(FUZZ_TIME) $(FUZZ_TARGETS)
 
 fuzz: deps
