@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Raw per-core files back into .npy files: the same writer as live dumps,
- * fed from a read-only mapping of each file instead of a ring. */
+ * fed from each file instead of a ring. The files are read, not mapped: a
+ * mapping of a file that its owner truncates while it is converted ends
+ * its reader with SIGBUS; read() just returns less. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "dump.h"
@@ -23,14 +24,85 @@ struct conv_seq {
 	bool any[DUMP_MAX_CORES];
 };
 
+/* A window over one raw file: buf[start, end) holds the file's bytes from
+ * offset pos on. It grows to the largest record, which the caller bounds
+ * by the file's size. */
+struct raw_window {
+	int fd;
+	uint8_t *buf;
+	size_t cap, start, end;
+	uint64_t pos;
+};
+
+#define RAW_WINDOW_MIN (1u << 20)
+
+/* At least n bytes from pos at buf + start, reading ahead as room allows;
+ * how many are there, fewer only where the file ends. -errno on a failed
+ * read or allocation. */
+static int64_t raw_window_fill(struct raw_window *r, size_t n)
+{
+	if (r->end - r->start >= n)
+		return (int64_t)n;
+	if (r->start) {
+		memmove(r->buf, r->buf + r->start, r->end - r->start);
+		r->end -= r->start;
+		r->start = 0;
+	}
+	if (n > r->cap) {
+		size_t cap = n > 2 * r->cap ? n : 2 * r->cap;
+		uint8_t *b = realloc(r->buf, cap < RAW_WINDOW_MIN ? RAW_WINDOW_MIN : cap);
+
+		if (!b)
+			return -ENOMEM;
+		r->buf = b;
+		r->cap = cap < RAW_WINDOW_MIN ? RAW_WINDOW_MIN : cap;
+	}
+	while (r->end < n) {
+		ssize_t k = read(r->fd, r->buf + r->end, r->cap - r->end);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		r->end += (size_t)k;
+	}
+	return (int64_t)(r->end < n ? r->end : n);
+}
+
+static void raw_window_consume(struct raw_window *r, size_t n)
+{
+	r->start += n;
+	r->pos += n;
+}
+
+/* A read that came back short of what the file's size promised: -errno */
+static int raw_window_short(const struct raw_window *r, const char *path, int64_t got, uint64_t size,
+			    uint64_t records)
+{
+	if (got < 0) {
+		fprintf(stderr, "evs-dump: %s: reading at offset %" PRIu64 ": %s\n", path, r->pos,
+			strerror((int)-got));
+		return (int)got;
+	}
+	/* its owner cut it (or is rewriting it) while it was converted */
+	fprintf(stderr, "evs-dump: %s: ends at offset %" PRIu64 ", short of the %" PRIu64 " bytes it had when "
+		"conversion began: cut while being converted; the %" PRIu64 " records before that offset were "
+		"read, the rest are lost\n", path, r->pos + (uint64_t)got, size, records);
+	return -EIO;
+}
+
 static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd, const char *rawdir,
 			const char *name)
 {
 	char path[4096];
 	struct dump_raw_hdr fh;
 	struct stat st;
-	const uint8_t *m;
-	uint64_t off, skipped = 0, skip_seq = 0, skip_off = 0, skip_last = 0;
+	struct raw_window r = { .fd = -1 };
+	uint64_t off, records = 0, skipped = 0, skip_seq = 0, skip_off = 0, skip_last = 0;
+	int64_t got;
+	size_t want;
 	int fd, err = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", rawdir, name);
@@ -56,23 +128,24 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 		err = -EBADMSG;
 		goto out;
 	}
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (m == MAP_FAILED) {
-		err = -errno;
-		fprintf(stderr, "evs-dump: %s: %s\n", path, strerror(errno));
+	r.fd = fd;
+	want = sizeof(fh);
+	if ((got = raw_window_fill(&r, want)) < (int64_t)want) {
+		err = raw_window_short(&r, path, got, (uint64_t)st.st_size, records);
 		goto out;
 	}
-	memcpy(&fh, m, sizeof(fh));
+	memcpy(&fh, r.buf, sizeof(fh));
+	raw_window_consume(&r, sizeof(fh));
 	if (memcmp(fh.magic, DUMP_RAW_MAGIC, sizeof(fh.magic)) || fh.version != 1) {
 		fprintf(stderr, "evs-dump: %s: not a raw dump (bad magic or version)\n", path);
 		err = -EBADMSG;
-		goto unmap;
+		goto out;
 	}
 	if (fh.core >= DUMP_MAX_CORES) {
 		fprintf(stderr, "evs-dump: %s: not a raw dump (core %" PRIu32 " in its header; cores are 0 to %u)\n",
 			path, fh.core, DUMP_MAX_CORES - 1);
 		err = -EBADMSG;
-		goto unmap;
+		goto out;
 	}
 	for (off = sizeof(fh); off < (uint64_t)st.st_size;) {
 		struct evs_event_header h;
@@ -80,10 +153,21 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 
 		if (left < sizeof(h))
 			break;
-		memcpy(&h, m + off, sizeof(h));
+		want = sizeof(h);
+		if ((got = raw_window_fill(&r, want)) < (int64_t)want) {
+			err = raw_window_short(&r, path, got, (uint64_t)st.st_size, records);
+			break;
+		}
+		memcpy(&h, r.buf + r.start, sizeof(h));
 		if (h.data_size > left - sizeof(h))
 			break;
 		len = sizeof(h) + ((h.data_size + 7) & ~7ull);
+		/* the padding too, where the file has it: bounded by its size */
+		want = (size_t)(len < left ? len : left);
+		if ((got = raw_window_fill(&r, want)) < (int64_t)want) {
+			err = raw_window_short(&r, path, got, (uint64_t)st.st_size, records);
+			break;
+		}
 		if (seqs->any[fh.core] && h.seq <= seqs->last[fh.core]) {
 			/* as the Kafka reader does with duplicates: skipped, counted */
 			if (!skipped++) {
@@ -94,11 +178,13 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 		} else {
 			seqs->any[fh.core] = true;
 			seqs->last[fh.core] = h.seq;
-			err = dump_writer_record(w, fh.core, &h, m + off + sizeof(h));
+			err = dump_writer_record(w, fh.core, &h, r.buf + r.start + sizeof(h));
 			if (err)
 				break;
 		}
-		off += len < left ? len : left;
+		raw_window_consume(&r, want);
+		off += want;
+		records++;
 	}
 	if (skipped)
 		fprintf(stderr, "evs-dump: %s: %" PRIu64 " records skipped: sequence number %" PRIu64 " at offset %"
@@ -108,9 +194,8 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 	if (!err && off < (uint64_t)st.st_size)
 		fprintf(stderr, "evs-dump: %s: %" PRIu64 " bytes at the end are not a whole record (ignored)\n",
 			path, (uint64_t)st.st_size - off);
-unmap:
-	munmap((void *)m, (size_t)st.st_size);
 out:
+	free(r.buf);
 	if (fd >= 0)
 		close(fd);
 	return err;

@@ -28,6 +28,12 @@ DUMP_E2E  := $(filter-out tests/dump/lib.sh,$(sort $(wildcard tests/dump/*.sh)))
 DUMP_PEER := $(BUILD)/tests/dump-peer
 TESTS     += $(DUMP_E2E)
 $(DUMP_E2E): $(BUILD)/evs-dump $(BUILD)/evs-demo $(DUMP_PEER)
+# a raw file cut while --convert reads it (tests/dump/convert_cut.sh)
+DUMP_CUT := $(BUILD)/tests/cut-on-fstat.so
+tests/dump/convert_cut.sh: $(DUMP_CUT)
+$(DUMP_CUT): tests/dump/cut_on_fstat.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $< -o $@ -ldl
 
 $(DUMP_PEER): $(BUILD)/tests/dump/peer.o $(TOOLS_LIB) $(BUILD)/libevstream.so
 	$(CC) $(OPT) $(CFLAGS) $< $(TOOLS_LIB) -o $@ $(PROG_LDFLAGS) $(PROG_LDLIBS)
