@@ -89,11 +89,12 @@ static uint64_t total_dups(const struct reader *r)
 	return n;
 }
 
-static void store_offset(struct reader *r, const rd_kafka_message_t *m)
+/* Everything of the partition read up to offset (included) is taken. */
+static void store_offset(struct reader *r, int32_t partition, int64_t offset)
 {
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
 
-	rd_kafka_topic_partition_list_add(l, r->o->topic, m->partition)->offset = m->offset + 1;
+	rd_kafka_topic_partition_list_add(l, r->o->topic, partition)->offset = offset + 1;
 	rd_kafka_offsets_store(r->rk, l);
 	r->stored = true;
 	rd_kafka_topic_partition_list_destroy(l);
@@ -121,7 +122,9 @@ static void handle_message(struct reader *r, const rd_kafka_message_t *m)
 	if (rd_kafka_message_headers(m, &hdrs))
 		hdrs = NULL;
 	if (krec_message(&r->rec, m, hdrs))
-		store_offset(r, m);
+		store_offset(r, m->partition, m->offset);
+	for (int32_t q; (q = krec_released(&r->rec)) >= 0;)
+		store_offset(r, q, r->rec.parts[q].last_offset);
 }
 
 /* ------------------------------------------------------------ group */

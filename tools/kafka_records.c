@@ -82,8 +82,8 @@ static void assembly_drop(struct krec *r, struct kcore *k)
 
 	free(k->buf);
 	k->buf = NULL;
-	if (p && p->open)
-		p->open--;
+	if (p && p->open && !--p->open)
+		p->released = r->released = true;
 }
 
 /* ------------------------------------------------------------ records */
@@ -249,8 +249,25 @@ bool krec_message(struct krec *r, const rd_kafka_message_t *m, const rd_kafka_he
 	}
 	p->last_offset = m->offset;
 	take_record(r, m, hdrs);
+	/* its own offset is stored by the caller, with this answer */
+	p->released = false;
 	/* not past the first chunk of a record still being put together */
 	return !p->open;
+}
+
+int32_t krec_released(struct krec *r)
+{
+	/* rare (a record torn across partitions): no walk per message */
+	if (!r->released)
+		return -1;
+	for (int32_t i = 0; i < r->nparts; i++)
+		if (r->parts[i].released) {
+			r->parts[i].released = false;
+			if (!r->parts[i].open)
+				return i;
+		}
+	r->released = false;
+	return -1;
 }
 
 void krec_drop_partition(struct krec *r, int32_t partition)
@@ -259,6 +276,9 @@ void krec_drop_partition(struct krec *r, int32_t partition)
 		for (unsigned int c = 0; c < DUMP_MAX_CORES; c++)
 			if (s->cores[c] && s->cores[c]->buf && s->cores[c]->partition == partition)
 				assembly_drop(r, s->cores[c]);
+	/* not this reader's to store any more */
+	if (partition >= 0 && partition < r->nparts)
+		r->parts[partition].released = false;
 }
 
 void krec_finish(struct krec *r)
@@ -269,6 +289,9 @@ void krec_finish(struct krec *r)
 				assembly_drop(r, s->cores[c]);
 				r->unfinished++;
 			}
+	/* an unfinished record is the next reader's to read whole */
+	for (int32_t i = 0; i < r->nparts; i++)
+		r->parts[i].released = false;
 }
 
 int krec_free(struct krec *r)

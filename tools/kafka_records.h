@@ -44,6 +44,7 @@ struct kpart {
 	int64_t first_offset, last_offset;
 	uint64_t messages, skipped;
 	unsigned int open;     /* records of this partition half reassembled */
+	bool released;         /* open fell to 0 at another partition's message */
 };
 
 struct krec {
@@ -61,6 +62,7 @@ struct krec {
 	int nparts;
 	uint64_t events, messages, torn, orphans, malformed, unfinished, refused;
 	uint64_t last_activity;
+	bool released;         /* some partition's is set (krec_released) */
 	bool stop;             /* max_events reached, or a write error */
 	int werr;              /* a write error that stops the run */
 };
@@ -73,6 +75,12 @@ struct kpart *krec_part(struct krec *r, int32_t p);
  * and written (or counted as not written). true when its offset may be
  * stored: no record of its partition is half reassembled. */
 bool krec_message(struct krec *r, const rd_kafka_message_t *m, const rd_kafka_headers_t *hdrs);
+
+/* After krec_message: a partition other than the message's whose offsets
+ * may now be stored up to its last_offset, since the half-reassembled
+ * record that held them back was dropped (its chunks went on in another
+ * partition); -1 when there is none. Each is returned once. */
+int32_t krec_released(struct krec *r);
 
 /* A partition handed over: its half-reassembled records are left to the
  * next reader (not counted: their offsets were not stored). */

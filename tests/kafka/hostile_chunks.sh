@@ -7,7 +7,10 @@
 # written, the whole records around them are. The reader runs with 3 GiB
 # of address space: it holds what came, not what a header claims, so the
 # claim is a record torn when the next one begins, not one refused for
-# want of memory. Exit status 1, as for any event not written.
+# want of memory. Exit status 1, as for any event not written. A second
+# reader of the same group reads nothing: every message was taken, the
+# first chunk of the record torn across partitions too (its partition's
+# offset is stored when the tear is found, not at its next message).
 . "$(dirname "$0")/lib.sh"
 [ -n "$KCAT" ] || { skip "kcat is not installed (make deps installs it)"; exit 77; }
 
@@ -65,3 +68,10 @@ got=$(json "$T/k/summary.json" '(j["messages"], j["malformed"], j["torn"], j["or
 [ "$(ls "$T/k")" = "kt
 summary.json" ] || fail "a host took the summary's name: $(ls -l "$T/k")"
 ok "no key, a null chunk, a 4 GiB claim, a host named summary.json, a record on two partitions: counted, not written"
+
+"$DUMP" --kafka "$BROKERS" --topic "$TOPIC" --output "$T/k2" --summary --no-print \
+	--until-idle 3 --group hostile >"$T/k2.stdout" 2>"$T/k2.stderr"; rc=$?
+got=$(json "$T/k2/summary.json" '(j["messages"], j["torn"], j["unfinished"])')
+[ "$rc" -eq 0 ] && [ "$got" = "(0, 0, 0)" ] ||
+	{ cat "$T/k2.stderr"; fail "a second reader of the group: exit $rc, messages, torn, unfinished: $got, not (0, 0, 0)"; }
+ok "a second reader of the group reads nothing again: every offset stored"
