@@ -10,7 +10,8 @@
 # want of memory. Exit status 1, as for any event not written. A second
 # reader of the same group reads nothing: every message was taken, the
 # first chunk of the record torn across partitions too (its partition's
-# offset is stored when the tear is found, not at its next message).
+# offset is stored when the tear is found, not at its next message). The
+# mock cluster lets the second in once the first one's session ends (6 s).
 . "$(dirname "$0")/lib.sh"
 [ -n "$KCAT" ] || { skip "kcat is not installed (make deps installs it)"; exit 77; }
 
@@ -45,7 +46,7 @@ send 0 6a $k evs.seq=6 evs.type=1 evs.chunk=0/3
 (
 	ulimit -v $((3 << 20))
 	exec "$DUMP" --kafka "$BROKERS" --topic "$TOPIC" --output "$T/k" --summary --no-print --progress \
-		--until-idle 5 --group hostile >"$T/k.stdout" 2>"$T/k.stderr"
+		--until-idle 5 --group hostile -X session.timeout.ms=6000 >"$T/k.stdout" 2>"$T/k.stderr"
 ) &
 KDUMP_PID=$!
 PIDS+=("$KDUMP_PID")
