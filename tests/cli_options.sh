@@ -64,6 +64,18 @@ done
 says "--cores '5000': core 5000 is out of range; cores are 0 to 4095" "$B/evs-dump" --cores 5000 -o "$T/d" x
 says "--cores '0,2-4096': core 4096 is out of range; cores are 0 to 4095" "$B/evs-dump" --cores 0,2-4096 -o "$T/d" x
 says "--cores '99999999999999999999': core 99999999999999999999 is out of range" "$B/evs-dump" --cores 99999999999999999999 -o "$T/d" x
+# evs-forward reads --cores by the same rule (tools/common/follow.c), before
+# it looks for Kafka; an empty list was taken, and forwarded nothing, exit 0
+if [ -x "$B/evs-forward" ]; then
+	for bad in "" 2-1 " 1"; do
+		says "evs-forward: --cores '$bad': use a list like 0,2-3" "$B/evs-forward" --cores "$bad" \
+			--brokers 127.0.0.1:9 --topic t x
+	done
+	says "evs-forward: --cores '4096': core 4096 is out of range; cores are 0 to 4095" "$B/evs-forward" \
+		--cores 4096 --brokers 127.0.0.1:9 --topic t x
+else
+	echo "SKIP: evs-forward is not built (no librdkafka): its --cores not checked"
+fi
 # evs-example's event count
 for bad in 5x 0 -3 ""; do
 	says "EVENTS '$bad' is not allowed: use 1 to 1000000" "$B/evs-example" produce "cli-$$" "$bad"

@@ -4,27 +4,22 @@
  * event to disk (.npy files, or raw per-core files for the highest rates),
  * with an index, device-print output and a live status line.
  *
- * One thread: every stream's eventfd and producer socket, a signalfd and a
- * timerfd sit in one epoll set. Streams are drained in turns of a bounded
- * batch so that a busy core cannot starve the others.
+ * One thread (tools/common/follow.h): every stream's eventfd and producer
+ * socket, a signalfd and the timers sit in one epoll set. Streams are
+ * drained in turns of a bounded batch so that a busy core cannot starve
+ * the others.
  */
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include <sys/epoll.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
 
 #include "cli.h"
+#include "follow.h"
 #include "jsonl.h"
 #include "dump.h"
 #include "dump_writer.h"
@@ -33,34 +28,16 @@
 
 #define BATCH 256            /* records per stream per turn */
 #define TICK_NS 500000000ll  /* status line */
-#define MAX_CORES DUMP_MAX_CORES
 
-enum { TOK_SIGNAL = 1, TOK_TICK, TOK_DEADLINE, TOK_STREAM = 16 };
-
-struct stream {
-	unsigned int core;
-	struct evs_consumer *c;
-	int hup_fd;          /* producer socket, -1 once it hung up (or none) */
-	bool runnable;       /* records may be pending: not asleep in epoll */
-	bool died;           /* the stream ended because its producer died */
-	bool done;           /* ended (drained, or broken) */
-	bool broken;         /* the ring was corrupt: the stream was given up */
-	uint64_t drain_left; /* when stopping: records still to take */
-};
+_Static_assert(FOLLOW_MAX_CORES == DUMP_MAX_CORES, "one core range for following and dumping");
 
 struct dumper {
-	const char *name;
+	struct follow fl;    /* the producer's streams; fl.stop_now also on a limit */
 	struct dump_writer w;
-	struct stream *s;
-	unsigned int n, live;
-	int ep, sfd, tick_fd, deadline_fd;
 	uint64_t max_events, max_bytes;
-	bool draining;       /* stop asked: take what is in the rings, then end */
-	bool stop_now;       /* a limit was reached */
 	bool progress, summary;
 	bool status_shown;
 	uint64_t t0, last_t, last_events, last_bytes;
-	int signals;
 };
 
 static void usage(FILE *f)
@@ -111,7 +88,7 @@ static void status_clear(void *ctx)
 	}
 }
 
-static uint64_t stream_drops(const struct stream *s)
+static uint64_t stream_drops(const struct follow_stream *s)
 {
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 
@@ -132,10 +109,10 @@ static void status_line(struct dumper *d)
 	d->last_bytes = d->w.bytes;
 	fprintf(stderr, "\r\033[K%6.1fs %9.0f ev/s %8.1f MB/s  written %.1f MB in %" PRIu64 " events  drops",
 		(double)(t - d->t0) / 1e9, evs, mbs, (double)d->w.bytes / 1e6, d->w.events);
-	for (unsigned int i = 0; i < d->n && i < 8; i++)
-		fprintf(stderr, " c%u:%" PRIu64, d->s[i].core, stream_drops(&d->s[i]));
-	if (d->n > 8)
-		fprintf(stderr, " (+%u cores)", d->n - 8);
+	for (unsigned int i = 0; i < d->fl.n && i < 8; i++)
+		fprintf(stderr, " c%u:%" PRIu64, d->fl.s[i].core, stream_drops(&d->fl.s[i]));
+	if (d->fl.n > 8)
+		fprintf(stderr, " (+%u cores)", d->fl.n - 8);
 	if (d->w.failed)
 		fprintf(stderr, "  FAILED %" PRIu64, d->w.failed);
 	d->status_shown = true;
@@ -150,7 +127,7 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 			",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64
 			",\"unrepresentable\":%" PRIu64 ",\"index_error\":%s%s%s,\"unindexed\":%" PRIu64
 			",\"cores\":[",
-			d->name, secs, d->w.events, d->w.bytes, d->w.failed, d->w.bad, d->w.unfit,
+			d->fl.name, secs, d->w.events, d->w.bytes, d->w.failed, d->w.bad, d->w.unfit,
 			d->w.index_errno ? "\"" : "", d->w.index_errno ? strerror(d->w.index_errno) : "null",
 			d->w.index_errno ? "\"" : "", d->w.unindexed);
 	} else {
@@ -163,10 +140,10 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 			fprintf(f, "  %s", evs_drop_cause_name(k));
 		fprintf(f, "  failed\n");
 	}
-	for (unsigned int i = 0; i < d->n; i++) {
-		struct stream *s = &d->s[i];
+	for (unsigned int i = 0; i < d->fl.n; i++) {
+		struct follow_stream *s = &d->fl.s[i];
 		struct evs_stream_stats st = { .sz = sizeof(st) };
-		/* add_stream() gave every stream its slot */
+		/* add_core() gave every stream its slot */
 		const struct dump_core *c = &d->w.cores[s->core];
 
 		evs_consumer__stats(s->c, &st);
@@ -214,48 +191,16 @@ static int save_summary(struct dumper *d)
 
 /* ------------------------------------------------------------ streams */
 
-static void stream_end(struct dumper *d, struct stream *s)
-{
-	if (s->done)
-		return;
-	s->done = true;
-	s->runnable = false;
-	epoll_ctl(d->ep, EPOLL_CTL_DEL, evs_consumer__fd(s->c), NULL);
-	if (s->hup_fd >= 0)
-		epoll_ctl(d->ep, EPOLL_CTL_DEL, s->hup_fd, NULL);
-	d->live--;
-}
-
 static bool limit_reached(const struct dumper *d)
 {
 	return (d->max_events && d->w.events >= d->max_events) ||
 	       (d->max_bytes && d->w.bytes >= d->max_bytes);
 }
 
-/* The ring is drained and will stay so (-EPIPE: closed, or its producer
- * died), or it is corrupt. */
-static void stream_finish(struct dumper *d, struct stream *s, int err)
-{
-	struct evs_stream_stats st = { .sz = sizeof(st) };
-
-	if (err == -EPIPE) {
-		s->died = !evs_consumer__stats(s->c, &st) && st.producer_died;
-	} else {
-		/* the library's sentence names the core and what was corrupt */
-		if (err == -EBADMSG)
-			fprintf(stderr, "evs-dump: %s\n", evs_errmsg());
-		else
-			fprintf(stderr, "evs-dump: core %u: stream broken: %s\n", s->core,
-				evs_strerror(err));
-		s->broken = true;
-	}
-	stream_end(d, s);
-}
-
 /* One turn of a stream, for the consume() callback. */
 struct turn {
 	struct dumper *d;
-	struct stream *s;
+	struct follow_stream *s;
 	int err;             /* dump_writer_record() failed: stop */
 };
 
@@ -272,294 +217,78 @@ static int turn_record(void *ctx, const struct evs_record *rec)
  * every record). Returns true when the stream may still hold records (come
  * back without sleeping).
  */
-static bool stream_drain(struct dumper *d, struct stream *s)
+static bool stream_drain(struct dumper *d, struct follow_stream *s)
 {
 	struct turn t = { .d = d, .s = s };
 	size_t budget = BATCH;
 
 	while (budget) {
-		size_t max = budget;
+		size_t max = (size_t)follow_quota(&d->fl, s, budget);
 		int n;
 
-		if (d->draining) {
-			if (!s->drain_left) {
-				s->runnable = false;
-				return false;
-			}
-			if (s->drain_left < max)
-				max = s->drain_left;
-		}
+		if (!max)
+			return false;
 		n = evs_consumer__consume(s->c, turn_record, &t, max);
 		if (n > 0) {
 			budget -= (size_t)n;
-			if (d->draining)
-				s->drain_left -= (uint64_t)n;
+			follow_took(&d->fl, s, (uint64_t)n);
 			/* an index failure was said where it happened */
 			if (t.err && !d->w.index_errno)
 				fprintf(stderr, "evs-dump: core %u: %s\n", s->core, strerror(-t.err));
 			if (t.err || limit_reached(d)) {
-				d->stop_now = true;
+				d->fl.stop_now = true;
 				return false;
 			}
 			continue;
 		}
-		if (n == 0) { /* empty */
-			if (d->draining) {
-				s->runnable = false;
-				return false;
-			}
-			/* polls the producer's socket too: a hang-up gives -EPIPE
-			 * once the ring is drained */
-			n = evs_consumer__prepare_wait(s->c);
-			if (n == 0) {
-				s->runnable = false; /* asleep until the eventfd fires */
-				return false;
-			}
-			if (n == -EAGAIN)
+		if (n == 0) {
+			if (follow_empty(&d->fl, s))
 				continue;
+			return false;
 		}
-		stream_finish(d, s, n);
+		follow_end(&d->fl, s, n);
 		return false;
 	}
 	return true;
 }
 
-/* Stop asked: take what the rings hold now, not what arrives after. */
-static void start_draining(struct dumper *d)
+static void on_token(void *ctx, uint64_t tok)
 {
-	if (d->draining)
-		return;
-	d->draining = true;
-	for (unsigned int i = 0; i < d->n; i++) {
-		struct evs_stream_stats st = { .sz = sizeof(st) };
-		struct stream *s = &d->s[i];
+	struct dumper *d = ctx;
 
-		if (s->done)
-			continue;
-		s->drain_left = evs_consumer__stats(s->c, &st) ? 0 : st.committed - st.released;
-		s->runnable = true;
-	}
-}
-
-static bool drained(const struct dumper *d)
-{
-	for (unsigned int i = 0; i < d->n; i++)
-		if (!d->s[i].done && d->s[i].runnable)
-			return false;
-	return true;
-}
-
-static void handle_signal(struct dumper *d)
-{
-	struct signalfd_siginfo si;
-
-	while (read(d->sfd, &si, sizeof(si)) == sizeof(si)) {
-		if (++d->signals > 1)
-			d->stop_now = true; /* asked twice: stop without draining */
-		start_draining(d);
-	}
-}
-
-/* A timerfd fired: read its count (nothing needs it) so it rearms. */
-static void timer_ack(int fd)
-{
-	uint64_t n;
-	ssize_t r = read(fd, &n, sizeof(n));
-
-	(void)r;
+	if (tok == FOLLOW_TOK_TICK && d->progress)
+		status_line(d);
 }
 
 static int run(struct dumper *d)
 {
-	struct epoll_event evs[64];
+	struct follow *fl = &d->fl;
 
-	while (d->live && !d->stop_now) {
+	while (fl->live && !fl->stop_now) {
 		bool busy = false;
 		int n;
 
-		for (unsigned int i = 0; i < d->n && !d->stop_now; i++)
-			if (!d->s[i].done && d->s[i].runnable)
-				busy |= stream_drain(d, &d->s[i]);
+		for (unsigned int i = 0; i < fl->n && !fl->stop_now; i++)
+			if (!fl->s[i].done && fl->s[i].runnable)
+				busy |= stream_drain(d, &fl->s[i]);
 		/* every stream may have ended in this turn: no need to wait */
-		if (!d->live || d->stop_now || (d->draining && drained(d)))
+		if (!fl->live || fl->stop_now || (fl->draining && follow_drained(fl)))
 			break;
-		n = epoll_wait(d->ep, evs, 64, busy ? 0 : -1);
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		for (int i = 0; i < n; i++) {
-			uint64_t tok = evs[i].data.u64;
-
-			if (tok == TOK_SIGNAL) {
-				handle_signal(d);
-			} else if (tok == TOK_TICK) {
-				timer_ack(d->tick_fd);
-				if (d->progress)
-					status_line(d);
-			} else if (tok == TOK_DEADLINE) {
-				timer_ack(d->deadline_fd);
-				start_draining(d);
-			} else {
-				struct stream *s = &d->s[(tok - TOK_STREAM) >> 1];
-
-				if (s->done)
-					continue;
-				if ((tok - TOK_STREAM) & 1) {
-					/* the producer went away: stop watching (it stays
-					 * readable); draining then meets -EPIPE */
-					epoll_ctl(d->ep, EPOLL_CTL_DEL, s->hup_fd, NULL);
-					s->hup_fd = -1;
-				}
-				if (!d->draining)
-					s->runnable = true;
-			}
-		}
+		n = follow_poll(fl, busy ? 0 : -1, on_token, d);
+		if (n < 0)
+			return n;
 	}
 	return 0;
 }
 
 /* ------------------------------------------------------------ setup */
 
-/* "0,2-3" into a bitmap of MAX_CORES; -EINVAL (malformed) or -ERANGE (a
- * core beyond MAX_CORES - 1) after saying which. */
-static int parse_cores(const char *arg, unsigned char *set)
+/* Each stream connected: its core directory or raw file. */
+static int add_core(void *ctx, struct follow_stream *s)
 {
-	const char *s = arg;
+	struct dumper *d = ctx;
 
-	/* an empty list would be a dump of nothing that looks like success */
-	if (!*s)
-		goto bad;
-	while (*s) {
-		const char *num = s;
-		char *end;
-		unsigned long a, b;
-
-		/* digits only: strtoul would also take a sign or blanks */
-		if (!isdigit((unsigned char)*s))
-			goto bad;
-		a = b = strtoul(s, &end, 10);
-		if (a >= MAX_CORES)
-			goto range;
-		s = end;
-		if (*s == '-') {
-			num = ++s;
-			if (!isdigit((unsigned char)*s))
-				goto bad;
-			b = strtoul(s, &end, 10);
-			if (b >= MAX_CORES)
-				goto range;
-			if (b < a)
-				goto bad;
-			s = end;
-		}
-		for (unsigned long i = a; i <= b; i++)
-			set[i] = 1;
-		if (*s == ',')
-			s++;
-		else if (*s)
-			goto bad;
-		continue;
-range:
-		fprintf(stderr, "evs-dump: --cores '%s': core %.*s is out of range; cores are 0 to %u\n",
-			arg, (int)strspn(num, "0123456789"), num, MAX_CORES - 1);
-		return -ERANGE;
-	}
-	return 0;
-bad:
-	fprintf(stderr, "evs-dump: --cores '%s': use a list like 0,2-3\n", arg);
-	return -EINVAL;
-}
-
-static int add_stream(struct dumper *d, unsigned int core, struct evs_consumer *c)
-{
-	struct stream *s = &d->s[d->n];
-	struct epoll_event ev = { .events = EPOLLIN };
-	int idx = (int)d->n;
-
-	*s = (struct stream){ .core = core, .c = c, .hup_fd = evs_consumer__hup_fd(c), .runnable = true };
-	ev.data.u64 = TOK_STREAM + ((uint64_t)idx << 1);
-	if (epoll_ctl(d->ep, EPOLL_CTL_ADD, evs_consumer__fd(c), &ev) < 0)
-		return -errno;
-	if (s->hup_fd >= 0) {
-		ev.events = EPOLLIN | EPOLLRDHUP;
-		ev.data.u64 = TOK_STREAM + ((uint64_t)idx << 1) + 1;
-		if (epoll_ctl(d->ep, EPOLL_CTL_ADD, s->hup_fd, &ev) < 0)
-			return -errno;
-	}
-	d->n++;
-	d->live++;
-	return dump_writer_add_core(&d->w, core);
-}
-
-/* The producer is no longer there to connect to: it exited (its socket
- * is gone), died (nobody listens), or hung up during the handshake. */
-static bool producer_gone(int err)
-{
-	return err == ENOENT || err == ECONNREFUSED || err == ECONNRESET || err == EPIPE;
-}
-
-static int connect_all(struct dumper *d, const unsigned char *set, bool all, double wait_s)
-{
-	for (unsigned int core = 0; core < MAX_CORES; core++) {
-		struct evs_consumer *c;
-		uint64_t t0;
-		int err;
-
-		if (!all && !set[core])
-			continue;
-		t0 = cli_now_ns();
-		c = cli_connect_or_stop(d->name, core, core == 0 || !all ? wait_s : 0, false, d->sfd);
-		if (!c) {
-			err = errno;
-			if (all && err == EINVAL && d->n)
-				break; /* past the producer's last core */
-			if (d->n && producer_gone(err)) {
-				/* what it committed on the cores already connected
-				 * is in their rings: dump it */
-				fprintf(stderr, "evs-dump: producer '%s' ended while its cores were being "
-					"connected (core %u: %s); dumping the %u connected\n", d->name, core,
-					*evs_errmsg() ? evs_errmsg() : strerror(err), d->n);
-				break;
-			}
-			if (err == EINTR) {
-				struct signalfd_siginfo si = { 0 };
-
-				if (read(d->sfd, &si, sizeof(si)) != sizeof(si))
-					si.ssi_signo = 0;
-				const char *sig = si.ssi_signo ? sigabbrev_np((int)si.ssi_signo) : NULL;
-
-				fprintf(stderr, "evs-dump: SIG%s while waiting for producer '%s'; nothing was "
-					"dumped\n", sig ? sig : "?", d->name);
-				return -EINTR;
-			}
-			fprintf(stderr, "evs-dump: cannot connect to core %u of producer '%s': %s", core,
-				d->name, *evs_errmsg() ? evs_errmsg() : strerror(err));
-			if (err == ETIMEDOUT)
-				fprintf(stderr, " (tried for %.1f s)", (double)(cli_now_ns() - t0) / 1e9);
-			fputc('\n', stderr);
-			return -err;
-		}
-		err = add_stream(d, core, c);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-static int arm_timer(int fd, int64_t first_ns, int64_t period_ns)
-{
-	struct itimerspec it = {
-		.it_value = { first_ns / 1000000000, first_ns % 1000000000 },
-		.it_interval = { period_ns / 1000000000, period_ns % 1000000000 },
-	};
-
-	return timerfd_settime(fd, 0, &it, NULL) < 0 ? -errno : 0;
-}
-
-static int add_fd(int ep, int fd, uint64_t tok)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tok };
-
-	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+	return dump_writer_add_core(&d->w, s->core);
 }
 
 int main(int argc, char **argv)
@@ -589,14 +318,13 @@ int main(int argc, char **argv)
 	};
 	static char *kprops[128];
 	struct kafka_dump_opts ko = { .timeout = 10 };
-	static unsigned char core_set[MAX_CORES];
-	struct dumper d = { .name = "evs-demo", .ep = -1, .sfd = -1, .tick_fd = -1, .deadline_fd = -1 };
+	static unsigned char core_set[FOLLOW_MAX_CORES];
+	struct dumper d = { .fl = { .name = "evs-demo", .doing = "dumping", .done = "dumped", .took = "drained" } };
 	const char *out = NULL, *convert = NULL;
 	enum dump_mode mode = DUMP_NPY;
 	bool all_cores = true, print = true, quiet = false;
 	bool tty = isatty(STDERR_FILENO);
 	double seconds = 0, wait_s = 0;
-	sigset_t mask;
 	int opt, err, rc = 0;
 
 	d.progress = d.summary = tty;
@@ -604,7 +332,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'o': out = optarg; break;
 		case 'c':
-			if (parse_cores(optarg, core_set))
+			if (follow_parse_cores(optarg, core_set))
 				return 2;
 			all_cores = false;
 			break;
@@ -687,49 +415,27 @@ int main(int argc, char **argv)
 		return dump_convert(convert, out, !quiet);
 	}
 	if (optind < argc)
-		d.name = argv[optind++];
+		d.fl.name = argv[optind++];
 	if (optind < argc) {
 		usage(stderr);
 		return 2;
 	}
 
-	signal(SIGPIPE, SIG_IGN);
-	/* From here on signals arrive through the signalfd: while waiting for
-	 * the producer (which then gives up cleanly), and in the epoll set,
-	 * between records. A hang-up (terminal or ssh closed) stops like
-	 * SIGTERM, so the index up to there is written. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	d.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	d.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	d.deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	d.ep = epoll_create1(EPOLL_CLOEXEC);
-	d.s = calloc(MAX_CORES, sizeof(*d.s));
-	if (d.sfd < 0 || d.tick_fd < 0 || d.deadline_fd < 0 || d.ep < 0 || !d.s ||
-	    add_fd(d.ep, d.sfd, TOK_SIGNAL) || add_fd(d.ep, d.tick_fd, TOK_TICK) ||
-	    add_fd(d.ep, d.deadline_fd, TOK_DEADLINE)) {
-		perror("evs-dump: setting up epoll");
+	d.fl.clear_status = status_clear;
+	d.fl.ctx = &d;
+	if (follow_open(&d.fl)) {
 		rc = 2;
-		goto out_fds;
+		goto out;
 	}
-
 	d.w.print = print;
 	d.w.clear_status = status_clear;
 	d.w.ctx = &d;
 	if (dump_writer_open(&d.w, out ? out : "dump", mode)) {
 		rc = 2;
-		goto out_fds;
+		goto out;
 	}
-	if (connect_all(&d, core_set, all_cores, wait_s)) {
-		rc = 2;
-		goto out_abort;
-	}
-	if (arm_timer(d.tick_fd, TICK_NS, TICK_NS) ||
-	    (seconds > 0 && arm_timer(d.deadline_fd, (int64_t)(seconds * 1e9), 0))) {
-		perror("evs-dump: arming timers");
+	if (follow_connect(&d.fl, core_set, all_cores, wait_s, add_core, &d) ||
+	    follow_arm(&d.fl, TICK_NS, seconds)) {
 		rc = 2;
 		goto out_abort;
 	}
@@ -749,24 +455,8 @@ int main(int argc, char **argv)
 		rc = 1;
 	if (d.summary)
 		write_summary(&d, stderr, false);
-	{
-		unsigned int died = 0, ended = 0;
-
-		for (unsigned int i = 0; i < d.n; i++) {
-			died += d.s[i].died;
-			/* a broken stream ended too, but not closed by its producer */
-			ended += d.s[i].done && !d.s[i].broken;
-		}
-		if (died) {
-			fprintf(stderr, "evs-dump: producer '%s' died (hang-up without closing its streams); "
-				"everything it had committed was drained\n", d.name);
-			if (!rc)
-				rc = 3;
-		} else if (ended == d.n && d.summary) {
-			fprintf(stderr, "evs-dump: producer '%s' closed its streams; everything it committed was drained\n",
-				d.name);
-		}
-	}
+	if (follow_report_end(&d.fl, d.summary) && !rc)
+		rc = 3; /* the producer died */
 	if (d.w.failed) {
 		fprintf(stderr, "evs-dump: %" PRIu64 " events could not be written (%s); no partial files were left\n",
 			d.w.failed, strerror(d.w.first_errno));
@@ -781,30 +471,19 @@ int main(int argc, char **argv)
 	if (d.w.unfit)
 		fprintf(stderr, "evs-dump: %" PRIu64 " empty tensors have shapes NumPy cannot represent: "
 			"indexed with their shape, no .npy written\n", d.w.unfit);
-	for (unsigned int i = 0; i < d.n; i++)
-		if (d.s[i].broken)
-			rc = 1;
+	if (follow_any_broken(&d.fl))
+		rc = 1;
 	if (d.w.bad) {
 		fprintf(stderr, "evs-dump: %" PRIu64 " malformed events were indexed as \"bad\"\n", d.w.bad);
 		rc = rc ? rc : 1;
 	}
-	for (unsigned int i = 0; i < d.n; i++)
-		evs_consumer__free(d.s[i].c);
+	follow_close(&d.fl);
 	if (dump_writer_close(&d.w) && !rc)
 		rc = 1;
-	goto out_fds;
+	return rc;
 out_abort:
-	for (unsigned int i = 0; i < d.n; i++)
-		evs_consumer__free(d.s[i].c);
 	dump_writer_abort(&d.w);
-out_fds:
-	{
-		int fds[] = { d.ep, d.sfd, d.tick_fd, d.deadline_fd };
-
-		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-	}
-	free(d.s);
+out:
+	follow_close(&d.fl);
 	return rc;
 }

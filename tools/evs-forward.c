@@ -14,40 +14,35 @@
  * cause); at exit, what Kafka has not acknowledged within --flush-timeout
  * is purged and counted lost ("shutdown").
  *
- * One thread: the streams' eventfds and producer sockets, a signalfd, two
- * timerfds and a pipe that librdkafka writes when delivery reports wait
- * sit in one epoll set.
+ * One thread (tools/common/follow.h): the streams' eventfds and producer
+ * sockets, a signalfd, two timerfds and a pipe that librdkafka writes when
+ * delivery reports wait sit in one epoll set.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include <sys/epoll.h>
 #include <sys/signalfd.h>
-#include <sys/timerfd.h>
 
 #include <librdkafka/rdkafka.h>
 
 #include "cli.h"
+#include "follow.h"
 #include "kafka_msg.h"
 #include "evstream/evstream.h"
 
 #define BATCH 256              /* records per stream per turn */
 #define TICK_NS 500000000ll    /* status line */
-#define MAX_CORES 4096
 #define SMALL_COPY (64 * 1024) /* up to here a message is built on the stack */
 #define MAX_PROPS 128
 
-enum { TOK_SIGNAL = 1, TOK_TICK, TOK_DEADLINE, TOK_DR, TOK_STREAM = 16 };
+enum { TOK_DR = FOLLOW_TOK_USER }; /* delivery reports wait */
 
 /* Why a record taken from the ring was not acknowledged. */
 enum lost_cause {
@@ -73,13 +68,10 @@ struct chunked {
 	bool abandoned;          /* no further chunk will be queued */
 };
 
+/* A core's forwarding; its stream is the follow_stream of the same index. */
 struct fcore {
 	struct fwd *f;
-	unsigned int core;
-	struct evs_consumer *c;
-	int hup_fd;              /* producer socket, -1 once it hung up (or none) */
-	bool runnable, done, died, broken;
-	uint64_t drain_left;     /* when stopping: records still to take */
+	struct follow_stream *st;
 	char key[KMSG_KEY_MAX];
 	size_t keylen;
 	uint64_t taken, taken_bytes;  /* handed to librdkafka and released from the ring */
@@ -90,17 +82,16 @@ struct fcore {
 };
 
 struct fwd {
-	const char *name, *brokers, *topic, *host;
+	struct follow fl;        /* the producer's streams */
+	const char *brokers, *topic, *host;
 	rd_kafka_t *rk;
 	rd_kafka_topic_t *rkt;
 	int partitions;
 	size_t chunk_size;
-	struct fcore *s;
-	unsigned int n, live;
-	int ep, sfd, tick_fd, deadline_fd, dr_pipe[2];
-	bool draining, stop_now, blocked, fatal, final;
+	struct fcore *s;         /* FOLLOW_MAX_CORES of them, fl.n used */
+	int dr_pipe[2];
+	bool blocked, fatal, final;
 	bool progress, summary, status_shown;
-	int signals;
 	uint64_t t0, last_t, last_acked, last_bytes;
 	uint64_t t_first_take, t_last_ack;
 	bool acked_now;          /* an acknowledgement came in the last serve() */
@@ -411,18 +402,23 @@ static void status_clear(struct fwd *f)
 	}
 }
 
+static void status_clear_cb(void *f)
+{
+	status_clear(f);
+}
+
 static uint64_t ring_drops(const struct fcore *s)
 {
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 
-	return evs_consumer__stats(s->c, &st) ? 0 : st.dropped;
+	return evs_consumer__stats(s->st->c, &st) ? 0 : st.dropped;
 }
 
 static void totals(const struct fwd *f, uint64_t *taken, uint64_t *acked, uint64_t *bytes,
 		   uint64_t *lost, uint64_t *flight, uint64_t *drops)
 {
 	*taken = *acked = *bytes = *lost = *flight = *drops = 0;
-	for (unsigned int i = 0; i < f->n; i++) {
+	for (unsigned int i = 0; i < f->fl.n; i++) {
 		*taken += f->s[i].taken;
 		*acked += f->s[i].acked;
 		*bytes += f->s[i].acked_bytes;
@@ -461,7 +457,7 @@ static void write_table(struct fwd *f, FILE *out, bool json)
 			"\"chunk_size\":%zu,\"seconds\":%.3f,\"rate_seconds\":%.6f,\"taken\":%" PRIu64
 			",\"acked\":%" PRIu64 ",\"acked_bytes\":%" PRIu64 ",\"lost\":%" PRIu64
 			",\"in_flight\":%" PRIu64 ",\"queue_full\":%" PRIu64 ",\"cores\":[",
-			f->name, f->host, f->topic, f->partitions, f->chunk_size, secs, rate_s, taken, acked,
+			f->fl.name, f->host, f->topic, f->partitions, f->chunk_size, secs, rate_s, taken, acked,
 			bytes, lost, flight, f->blocked_turns);
 	} else {
 		fprintf(out, "evs-forward: %" PRIu64 " events, %.1f MB acknowledged in %.2f s (%.0f ev/s, "
@@ -476,12 +472,12 @@ static void write_table(struct fwd *f, FILE *out, bool json)
 			fprintf(out, "  %s", evs_drop_cause_name(k));
 		fputc('\n', out);
 	}
-	for (unsigned int i = 0; i < f->n; i++) {
+	for (unsigned int i = 0; i < f->fl.n; i++) {
 		struct fcore *s = &f->s[i];
 		struct evs_stream_stats st = { .sz = sizeof(st) };
 		uint64_t left;
 
-		evs_consumer__stats(s->c, &st);
+		evs_consumer__stats(s->st->c, &st);
 		/* committed to the ring and released by no one: what a stop
 		 * left behind */
 		left = st.committed - st.released;
@@ -490,7 +486,7 @@ static void write_table(struct fwd *f, FILE *out, bool json)
 				",\"released_before\":%" PRIu64 ",\"taken\":%" PRIu64 ",\"taken_bytes\":%" PRIu64 ",\"acked\":%" PRIu64
 				",\"acked_bytes\":%" PRIu64 ",\"in_flight\":%" PRIu64 ",\"lost\":%" PRIu64
 				",\"lost_bytes\":%" PRIu64,
-				i ? "," : "", s->core, s->key, st.produced, st.committed, s->released0, s->taken,
+				i ? "," : "", s->st->core, s->key, st.produced, st.committed, s->released0, s->taken,
 				s->taken_bytes,
 				s->acked, s->acked_bytes, in_flight(s), lost_total(s), s->lost_bytes);
 			for (int k = 0; k < LOST_COUNT; k++)
@@ -498,9 +494,9 @@ static void write_table(struct fwd *f, FILE *out, bool json)
 			fprintf(out, ",\"left\":%" PRIu64, left);
 			for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
 				fprintf(out, ",\"%s\":%" PRIu64, evs_drop_cause_name(k), st.dropped_events[k]);
-			fprintf(out, ",\"producer_died\":%s}", s->died ? "true" : "false");
+			fprintf(out, ",\"producer_died\":%s}", s->st->died ? "true" : "false");
 		} else {
-			fprintf(out, "  %4u %9" PRIu64 " %12" PRIu64 " %9" PRIu64 " %10" PRIu64, s->core,
+			fprintf(out, "  %4u %9" PRIu64 " %12" PRIu64 " %9" PRIu64 " %10" PRIu64, s->st->core,
 				s->taken, s->taken_bytes, s->acked, in_flight(s));
 			/* each count under its name */
 			for (int k = 0; k < LOST_COUNT; k++)
@@ -530,69 +526,28 @@ static void write_table(struct fwd *f, FILE *out, bool json)
 
 /* ------------------------------------------------------------ streams */
 
-static void stream_end(struct fwd *f, struct fcore *s)
-{
-	if (s->done)
-		return;
-	s->done = true;
-	s->runnable = false;
-	epoll_ctl(f->ep, EPOLL_CTL_DEL, evs_consumer__fd(s->c), NULL);
-	if (s->hup_fd >= 0)
-		epoll_ctl(f->ep, EPOLL_CTL_DEL, s->hup_fd, NULL);
-	f->live--;
-}
-
-static void stream_finish(struct fwd *f, struct fcore *s, int err)
-{
-	struct evs_stream_stats st = { .sz = sizeof(st) };
-
-	if (err == -EPIPE) {
-		s->died = !evs_consumer__stats(s->c, &st) && st.producer_died;
-	} else {
-		status_clear(f);
-		/* the library's sentence names the core and what was corrupt */
-		if (err == -EBADMSG)
-			fprintf(stderr, "evs-forward: %s\n", evs_errmsg());
-		else
-			fprintf(stderr, "evs-forward: core %u: stream broken: %s\n", s->core,
-				evs_strerror(err));
-		s->broken = true;
-	}
-	stream_end(f, s);
-}
-
 /*
  * Take up to BATCH records of a stream into Kafka's queue. Returns true
  * when the stream may still hold records (come back without sleeping).
  */
 static bool stream_forward(struct fwd *f, struct fcore *s)
 {
+	struct follow_stream *st = s->st;
+
 	for (size_t budget = BATCH; budget; budget--) {
 		struct evs_record rec;
 		int err;
 
-		if (f->draining && !s->drain_left) {
-			s->runnable = false;
+		if (!follow_quota(&f->fl, st, 1))
+			return false;
+		err = evs_consumer__peek(st->c, &rec);
+		if (err == -EAGAIN) {
+			if (follow_empty(&f->fl, st))
+				continue;
 			return false;
 		}
-		err = evs_consumer__peek(s->c, &rec);
-		if (err == -EAGAIN) {
-			if (f->draining) {
-				s->runnable = false;
-				return false;
-			}
-			/* polls the producer's socket too: a hang-up gives
-			 * -EPIPE once the ring is drained */
-			err = evs_consumer__prepare_wait(s->c);
-			if (!err) {
-				s->runnable = false;
-				return false;
-			}
-			if (err == -EAGAIN)
-				continue;
-		}
 		if (err) {
-			stream_finish(f, s, err);
+			follow_end(&f->fl, st, err);
 			return false;
 		}
 		if (!f->t_first_take)
@@ -605,110 +560,50 @@ static bool stream_forward(struct fwd *f, struct fcore *s)
 			f->blocked_turns++;
 			return false;
 		}
-		evs_consumer__release(s->c);
-		if (f->draining)
-			s->drain_left--;
+		evs_consumer__release(st->c);
+		follow_took(&f->fl, st, 1);
 		if (f->fatal)
 			return false;
 	}
 	return true;
 }
 
-static void start_draining(struct fwd *f)
+static void on_token(void *ctx, uint64_t tok)
 {
-	if (f->draining)
-		return;
-	f->draining = true;
-	for (unsigned int i = 0; i < f->n; i++) {
-		struct evs_stream_stats st = { .sz = sizeof(st) };
-		struct fcore *s = &f->s[i];
+	struct fwd *f = ctx;
 
-		if (s->done)
-			continue;
-		s->drain_left = evs_consumer__stats(s->c, &st) ? 0 : st.committed - st.released;
-		s->runnable = true;
+	if (tok == FOLLOW_TOK_TICK && f->progress) {
+		status_line(f);
+	} else if (tok == TOK_DR) {
+		follow_ack(f->dr_pipe[0]);
+		f->blocked = false;
 	}
-}
-
-static bool drained(const struct fwd *f)
-{
-	for (unsigned int i = 0; i < f->n; i++)
-		if (!f->s[i].done && f->s[i].runnable)
-			return false;
-	return true;
-}
-
-static void handle_signal(struct fwd *f)
-{
-	struct signalfd_siginfo si;
-
-	while (read(f->sfd, &si, sizeof(si)) == sizeof(si)) {
-		if (++f->signals > 1)
-			f->stop_now = true; /* asked twice: stop without draining */
-		start_draining(f);
-	}
-}
-
-static void fd_ack(int fd)
-{
-	char buf[256];
-
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
 }
 
 static int run(struct fwd *f)
 {
-	struct epoll_event evs[64];
+	struct follow *fl = &f->fl;
 
-	while (f->live && !f->stop_now && !f->fatal) {
+	while (fl->live && !fl->stop_now && !f->fatal) {
 		bool busy = false;
 		int n, timeout;
 
 		serve(f, 0); /* delivery reports: may make room */
 		if (f->blocked && rd_kafka_outq_len(f->rk) == 0)
 			f->blocked = false;
-		for (unsigned int i = 0; i < f->n && !f->blocked && !f->stop_now && !f->fatal; i++)
-			if (!f->s[i].done && f->s[i].runnable)
+		for (unsigned int i = 0; i < fl->n && !f->blocked && !fl->stop_now && !f->fatal; i++)
+			if (!fl->s[i].done && fl->s[i].runnable)
 				busy |= stream_forward(f, &f->s[i]);
-		if (f->stop_now || f->fatal || (f->draining && drained(f)))
+		if (fl->stop_now || f->fatal || (fl->draining && follow_drained(fl)))
 			break;
 		/* a full queue: wait for delivery reports (the pipe), and try
 		 * again now and then even without them */
 		timeout = f->blocked ? 10 : busy ? 0 : -1;
-		n = epoll_wait(f->ep, evs, 64, timeout);
-		if (n < 0 && errno != EINTR)
-			return -errno;
+		n = follow_poll(fl, timeout, on_token, f);
+		if (n < 0)
+			return n;
 		if (f->blocked && n == 0)
 			f->blocked = false;
-		for (int i = 0; i < n; i++) {
-			uint64_t tok = evs[i].data.u64;
-
-			if (tok == TOK_SIGNAL) {
-				handle_signal(f);
-			} else if (tok == TOK_TICK) {
-				fd_ack(f->tick_fd);
-				if (f->progress)
-					status_line(f);
-			} else if (tok == TOK_DEADLINE) {
-				fd_ack(f->deadline_fd);
-				start_draining(f);
-			} else if (tok == TOK_DR) {
-				fd_ack(f->dr_pipe[0]);
-				f->blocked = false;
-			} else {
-				struct fcore *s = &f->s[(tok - TOK_STREAM) >> 1];
-
-				if (s->done)
-					continue;
-				if ((tok - TOK_STREAM) & 1) {
-					epoll_ctl(f->ep, EPOLL_CTL_DEL, s->hup_fd, NULL);
-					s->hup_fd = -1;
-				}
-				if (!f->draining)
-					s->runnable = true;
-			}
-		}
 	}
 	return 0;
 }
@@ -721,7 +616,7 @@ static void finish(struct fwd *f, double flush_s)
 	struct signalfd_siginfo si;
 
 	/* a head record with some chunks queued: the rest will not follow */
-	for (unsigned int i = 0; i < f->n; i++) {
+	for (unsigned int i = 0; i < f->fl.n; i++) {
 		struct fcore *s = &f->s[i];
 		struct chunked *c = s->partial;
 
@@ -731,18 +626,18 @@ static void finish(struct fwd *f, double flush_s)
 		c->abandoned = true;
 		s->taken++;
 		s->taken_bytes += c->bytes;
-		evs_consumer__release(s->c);
+		evs_consumer__release(s->st->c);
 		chunked_settle(f, c);
 	}
 	for (;;) {
 		uint64_t taken, acked, bytes, lost, drops, t = cli_now_ns();
 
 		totals(f, &taken, &acked, &bytes, &lost, &flight, &drops);
-		if (!flight || t >= deadline || f->stop_now)
+		if (!flight || t >= deadline || f->fl.stop_now)
 			break;
 		serve(f, 100);
-		if (read(f->sfd, &si, sizeof(si)) == sizeof(si))
-			f->stop_now = true;
+		if (read(f->fl.sfd, &si, sizeof(si)) == sizeof(si))
+			f->fl.stop_now = true;
 		if (f->progress && t - f->last_t >= (uint64_t)TICK_NS)
 			status_line(f);
 	}
@@ -750,7 +645,7 @@ static void finish(struct fwd *f, double flush_s)
 		status_clear(f);
 		fprintf(stderr, "evs-forward: %" PRIu64 " events not acknowledged %s: purged and counted "
 			"lost (shutdown)\n", flight,
-			f->stop_now ? "when asked to stop at once" : "within the flush timeout");
+			f->fl.stop_now ? "when asked to stop at once" : "within the flush timeout");
 		rd_kafka_purge(f->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
 		/* purged messages get their reports promptly */
 		for (int i = 0; i < 50; i++) {
@@ -765,7 +660,7 @@ static void finish(struct fwd *f, double flush_s)
 	/* whatever is still unreported is counted now; later reports are
 	 * ignored (final) */
 	f->final = true;
-	for (unsigned int i = 0; i < f->n; i++) {
+	for (unsigned int i = 0; i < f->fl.n; i++) {
 		struct fcore *s = &f->s[i];
 		uint64_t rest = in_flight(s);
 
@@ -783,103 +678,25 @@ static void finish(struct fwd *f, double flush_s)
 
 /* ------------------------------------------------------------ setup */
 
-/* "0,2-3" into a bitmap of MAX_CORES (the rule of evs-dump --cores). */
-static int parse_cores(const char *arg, unsigned char *set)
+/* Each stream connected: its record key, and what was taken before. */
+static int add_core(void *ctx, struct follow_stream *st)
 {
-	const char *s = arg;
-
-	while (*s) {
-		unsigned long a, b;
-		char *end;
-
-		if (!isdigit((unsigned char)*s))
-			goto bad;
-		a = b = strtoul(s, &end, 10);
-		s = end;
-		if (*s == '-') {
-			if (!isdigit((unsigned char)*++s))
-				goto bad;
-			b = strtoul(s, &end, 10);
-			s = end;
-		}
-		if (a >= MAX_CORES || b >= MAX_CORES) {
-			fprintf(stderr, "evs-forward: --cores '%s': cores are 0 to %u\n", arg, MAX_CORES - 1);
-			return -ERANGE;
-		}
-		if (b < a)
-			goto bad;
-		for (unsigned long i = a; i <= b; i++)
-			set[i] = 1;
-		if (*s == ',')
-			s++;
-		else if (*s)
-			goto bad;
-	}
-	return 0;
-bad:
-	fprintf(stderr, "evs-forward: --cores '%s': use a list like 0,2-3\n", arg);
-	return -EINVAL;
-}
-
-static int add_stream(struct fwd *f, unsigned int core, struct evs_consumer *c)
-{
-	struct fcore *s = &f->s[f->n];
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct fwd *f = ctx;
+	struct fcore *s = &f->s[st - f->fl.s];
+	struct evs_stream_stats stats = { .sz = sizeof(stats) };
 	int len;
 
-	*s = (struct fcore){ .f = f, .core = core, .c = c, .hup_fd = evs_consumer__hup_fd(c), .runnable = true };
-	{
-		struct evs_stream_stats st = { .sz = sizeof(st) };
-
-		/* by an earlier consumer: committed = released0 + taken + left */
-		if (!evs_consumer__stats(c, &st))
-			s->released0 = st.released;
-	}
-	len = kmsg_key(s->key, f->host, f->name, core);
-	if (len < 0)
+	*s = (struct fcore){ .f = f, .st = st };
+	/* by an earlier consumer: committed = released0 + taken + left */
+	if (!evs_consumer__stats(st->c, &stats))
+		s->released0 = stats.released;
+	len = kmsg_key(s->key, f->host, f->fl.name, st->core);
+	if (len < 0) {
+		fprintf(stderr, "evs-forward: core %u: no record key for host '%s', producer '%s': %s\n",
+			st->core, f->host, f->fl.name, strerror(-len));
 		return len;
+	}
 	s->keylen = (size_t)len;
-	ev.data.u64 = TOK_STREAM + ((uint64_t)f->n << 1);
-	if (epoll_ctl(f->ep, EPOLL_CTL_ADD, evs_consumer__fd(c), &ev) < 0)
-		return -errno;
-	if (s->hup_fd >= 0) {
-		ev.events = EPOLLIN | EPOLLRDHUP;
-		ev.data.u64 = TOK_STREAM + ((uint64_t)f->n << 1) + 1;
-		if (epoll_ctl(f->ep, EPOLL_CTL_ADD, s->hup_fd, &ev) < 0)
-			return -errno;
-	}
-	f->n++;
-	f->live++;
-	return 0;
-}
-
-static int connect_all(struct fwd *f, const unsigned char *set, bool all, double wait_s)
-{
-	for (unsigned int core = 0; core < MAX_CORES; core++) {
-		struct evs_consumer *c;
-		int err;
-
-		if (!all && !set[core])
-			continue;
-		c = cli_connect_or_stop(f->name, core, core == 0 || !all ? wait_s : 0, false, f->sfd);
-		if (!c) {
-			if (all && errno == EINVAL && f->n)
-				break; /* past the producer's last core */
-			if (errno == EINTR) {
-				fprintf(stderr, "evs-forward: signal while waiting for producer '%s'; nothing was "
-					"forwarded\n", f->name);
-				return -EINTR;
-			}
-			fprintf(stderr, "evs-forward: cannot connect to core %u of producer '%s': %s\n", core,
-				f->name, *evs_errmsg() ? evs_errmsg() : strerror(errno));
-			return -errno;
-		}
-		err = add_stream(f, core, c);
-		if (err) {
-			evs_consumer__free(c);
-			return err;
-		}
-	}
 	return 0;
 }
 
@@ -909,7 +726,7 @@ static int kafka_check(struct fwd *f, double timeout_s)
 				return 0;
 		}
 		rd_kafka_poll(f->rk, 0);
-		if (read(f->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (read(f->fl.sfd, &si, sizeof(si)) == sizeof(si)) {
 			fprintf(stderr, "evs-forward: signal while waiting for Kafka at '%s'; nothing was "
 				"forwarded\n", f->brokers);
 			return -EINTR;
@@ -990,23 +807,6 @@ static int kafka_open(struct fwd *f, char *const *props, unsigned int nprops)
 	return 0;
 }
 
-static int arm_timer(int fd, int64_t first_ns, int64_t period_ns)
-{
-	struct itimerspec it = {
-		.it_value = { first_ns / 1000000000, first_ns % 1000000000 },
-		.it_interval = { period_ns / 1000000000, period_ns % 1000000000 },
-	};
-
-	return timerfd_settime(fd, 0, &it, NULL) < 0 ? -errno : 0;
-}
-
-static int add_fd(int ep, int fd, uint64_t tok)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tok };
-
-	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
-}
-
 static int save_json(struct fwd *f, const char *path)
 {
 	FILE *out = fopen(path, "w");
@@ -1045,16 +845,15 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	static unsigned char core_set[MAX_CORES];
+	static unsigned char core_set[FOLLOW_MAX_CORES];
 	static char *props[MAX_PROPS];
 	static char hostbuf[256];
-	struct fwd f = { .name = "evs-demo", .ep = -1, .sfd = -1, .tick_fd = -1, .deadline_fd = -1,
+	struct fwd f = { .fl = { .name = "evs-demo", .doing = "forwarding", .done = "forwarded", .took = "taken" },
 			 .dr_pipe = { -1, -1 } };
 	const char *json = NULL;
 	unsigned int nprops = 0;
 	bool all_cores = true, quiet = false, tty = isatty(STDERR_FILENO);
 	double seconds = 0, wait_s = 0, timeout_s = 10, flush_s = 30;
-	sigset_t mask;
 	int opt, err, rc = 0;
 
 	f.chunks.next = f.chunks.prev = &f.chunks;
@@ -1064,7 +863,7 @@ int main(int argc, char **argv)
 		case 'B': f.brokers = optarg; break;
 		case 'T': f.topic = optarg; break;
 		case 'c':
-			if (parse_cores(optarg, core_set))
+			if (follow_parse_cores(optarg, core_set))
 				return 2;
 			all_cores = false;
 			break;
@@ -1103,7 +902,7 @@ int main(int argc, char **argv)
 	if (quiet)
 		f.progress = f.summary = false;
 	if (optind < argc)
-		f.name = argv[optind++];
+		f.fl.name = argv[optind++];
 	if (optind < argc) {
 		usage(stderr);
 		return 2;
@@ -1118,11 +917,11 @@ int main(int argc, char **argv)
 			snprintf(hostbuf, sizeof(hostbuf), "localhost");
 		f.host = hostbuf;
 	}
-	if (!kmsg_name_ok(f.host, strlen(f.host)) || !kmsg_name_ok(f.name, strlen(f.name))) {
+	if (!kmsg_name_ok(f.host, strlen(f.host)) || !kmsg_name_ok(f.fl.name, strlen(f.fl.name))) {
 		fprintf(stderr, "evs-forward: %s '%s' cannot be part of a record key: use 1 to %d of "
 			"[A-Za-z0-9._-], not starting with '.'%s\n",
 			kmsg_name_ok(f.host, strlen(f.host)) ? "producer" : "host name",
-			kmsg_name_ok(f.host, strlen(f.host)) ? f.name : f.host, KMSG_NAME_MAX,
+			kmsg_name_ok(f.host, strlen(f.host)) ? f.fl.name : f.host, KMSG_NAME_MAX,
 			kmsg_name_ok(f.host, strlen(f.host)) ? "" : " (choose one with --host)");
 		return 2;
 	}
@@ -1132,23 +931,16 @@ int main(int argc, char **argv)
 	 * for the next ones rather than give it back and fault it in again */
 	mallopt(M_TRIM_THRESHOLD, 128 << 20);
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
-	signal(SIGPIPE, SIG_IGN);
-	/* blocked before librdkafka starts its threads: they inherit the mask,
-	 * and signals reach only the signalfd */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	f.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	f.tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	f.deadline_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	f.ep = epoll_create1(EPOLL_CLOEXEC);
-	f.s = calloc(MAX_CORES, sizeof(*f.s));
-	if (f.sfd < 0 || f.tick_fd < 0 || f.deadline_fd < 0 || f.ep < 0 || !f.s ||
-	    pipe2(f.dr_pipe, O_NONBLOCK | O_CLOEXEC) < 0 ||
-	    add_fd(f.ep, f.sfd, TOK_SIGNAL) || add_fd(f.ep, f.tick_fd, TOK_TICK) ||
-	    add_fd(f.ep, f.deadline_fd, TOK_DEADLINE) || add_fd(f.ep, f.dr_pipe[0], TOK_DR)) {
+	f.fl.clear_status = status_clear_cb;
+	f.fl.ctx = &f;
+	/* before librdkafka starts its threads: they inherit the blocked
+	 * signals, which then reach only the signalfd */
+	if (follow_open(&f.fl)) {
+		rc = 2;
+		goto out;
+	}
+	f.s = calloc(FOLLOW_MAX_CORES, sizeof(*f.s));
+	if (!f.s || pipe2(f.dr_pipe, O_NONBLOCK | O_CLOEXEC) < 0 || follow_add_fd(&f.fl, f.dr_pipe[0], TOK_DR)) {
 		perror("evs-forward: setting up epoll");
 		rc = 2;
 		goto out;
@@ -1159,15 +951,10 @@ int main(int argc, char **argv)
 	}
 	if (f.summary)
 		fprintf(stderr, "evs-forward: topic '%s' at '%s': %d partitions; keys %s/%s/<core>; records "
-			"over %zu bytes go in chunks\n", f.topic, f.brokers, f.partitions, f.host, f.name,
+			"over %zu bytes go in chunks\n", f.topic, f.brokers, f.partitions, f.host, f.fl.name,
 			f.chunk_size);
-	if (connect_all(&f, core_set, all_cores, wait_s)) {
-		rc = 2;
-		goto out;
-	}
-	if (arm_timer(f.tick_fd, TICK_NS, TICK_NS) ||
-	    (seconds > 0 && arm_timer(f.deadline_fd, (int64_t)(seconds * 1e9), 0))) {
-		perror("evs-forward: arming timers");
+	if (follow_connect(&f.fl, core_set, all_cores, wait_s, add_core, &f) ||
+	    follow_arm(&f.fl, TICK_NS, seconds)) {
 		rc = 2;
 		goto out;
 	}
@@ -1185,17 +972,12 @@ int main(int argc, char **argv)
 	if (json && save_json(&f, json))
 		rc = rc ? rc : 1;
 	{
-		unsigned int died = 0, ended = 0;
 		uint64_t lost = 0;
 
-		for (unsigned int i = 0; i < f.n; i++) {
-			died += f.s[i].died;
-			/* a broken stream ended too, but not closed by its producer */
-			ended += f.s[i].done && !f.s[i].broken;
+		for (unsigned int i = 0; i < f.fl.n; i++)
 			lost += lost_total(&f.s[i]);
-			if (f.s[i].broken && !rc)
-				rc = 1;
-		}
+		if (follow_any_broken(&f.fl) && !rc)
+			rc = 1;
 		if (lost) {
 			fprintf(stderr, "evs-forward: %" PRIu64 " events were taken from the rings but not "
 				"acknowledged by Kafka (counted lost, by cause, in the table)\n", lost);
@@ -1203,31 +985,21 @@ int main(int argc, char **argv)
 		}
 		if (f.fatal)
 			rc = rc ? rc : 1;
-		if (died) {
-			fprintf(stderr, "evs-forward: producer '%s' died (hang-up without closing its streams); "
-				"everything it had committed was taken\n", f.name);
-			rc = rc ? rc : 3;
-		} else if (ended == f.n && f.n && f.summary) {
-			fprintf(stderr, "evs-forward: producer '%s' closed its streams; everything it committed "
-				"was taken\n", f.name);
-		}
+		if (follow_report_end(&f.fl, f.summary))
+			rc = rc ? rc : 3; /* the producer died */
 	}
 out:
-	for (unsigned int i = 0; i < f.n; i++)
-		evs_consumer__free(f.s[i].c);
 	if (f.rkt)
 		rd_kafka_topic_destroy(f.rkt);
 	if (f.rk) {
 		f.final = true;
 		rd_kafka_destroy(f.rk);
 	}
-	{
-		int fds[] = { f.ep, f.sfd, f.tick_fd, f.deadline_fd, f.dr_pipe[0], f.dr_pipe[1] };
-
-		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-	}
+	/* the consumers after librdkafka: no report arrives any more */
+	follow_close(&f.fl);
+	for (int i = 0; i < 2; i++)
+		if (f.dr_pipe[i] >= 0)
+			close(f.dr_pipe[i]);
 	free(f.s);
 	return rc;
 }
