@@ -20,6 +20,7 @@ data (the reference API copies every event out of the ring).
 """
 import collections
 import enum
+import operator
 import struct
 
 from . import _impl, _common
@@ -112,10 +113,11 @@ def parse_payload(payload):
 
 
 def connect(logical_nc_idx):
-    """nrt_debug_client_connect: the pollable stream fd of a core."""
-    status, fd = _impl.nrt_connect(int(logical_nc_idx))
+    """nrt_debug_client_connect: the pollable stream fd of a core (an int:
+    anything with __index__; '0' and 1.0 are a TypeError)."""
+    status, fd = _impl.nrt_connect(logical_nc_idx)
     if status != NRT_STATUS.NRT_SUCCESS:
-        _raise(status, "nrt_debug_client_connect(%d)" % logical_nc_idx)
+        _raise(status, "nrt_debug_client_connect(%d)" % operator.index(logical_nc_idx))
     return fd
 
 
@@ -123,11 +125,11 @@ def read_one_event(stream_fd):
     """nrt_debug_client_read_one_event: (header, payload), or None when no
     event is available (NRT_QUEUE_EMPTY: the fd becomes readable at the
     next one)."""
-    status, raw_hdr, payload = _impl.nrt_read_one_event(int(stream_fd))
+    status, raw_hdr, payload = _impl.nrt_read_one_event(stream_fd)
     if status == NRT_STATUS.NRT_QUEUE_EMPTY:
         return None
     if status != NRT_STATUS.NRT_SUCCESS:
-        _raise(status, "nrt_debug_client_read_one_event(%d)" % stream_fd)
+        _raise(status, "nrt_debug_client_read_one_event(%d)" % operator.index(stream_fd))
     hdr = EventHeader.unpack(raw_hdr)
     if hdr.type == NDEBUG_STREAM_EVENT_TYPE_DEBUG_TENSOR_READ:
         parsed = parse_payload(payload)
@@ -138,4 +140,4 @@ def read_one_event(stream_fd):
 
 def connect_close(stream_fd):
     """nrt_debug_client_connect_close."""
-    _impl.nrt_close(int(stream_fd))
+    _impl.nrt_close(stream_fd)

@@ -95,6 +95,27 @@ def test_both_implementations_take_nrt_arguments_alike(n):
         assert outcome(getattr(_native, f)) == outcome(getattr(_fallback, f)), f
 
 
+# a core or fd that is not an int is refused as it is everywhere else in
+# the package, not truncated to one: 0.5 is not core 0, fd + 0.5 not fd
+NOT_INTS = [(float, "float"), (lambda n: n + 0.5, "n+0.5"), (str, "str")]
+
+
+@pytest.mark.parametrize("conv", [c for c, _ in NOT_INTS], ids=[i for _, i in NOT_INTS])
+def test_the_reference_api_takes_ints_only(producer, monkeypatch, conv):
+    monkeypatch.setenv("EVSTREAM_PRODUCER", producer.name)
+    not_int = "cannot be interpreted as an integer"
+    with pytest.raises(TypeError, match=not_int):
+        nrt.connect(conv(0))
+    fd = nrt.connect(0)                             # core 0 was left free
+    producer.emit(0, 5, b"x")
+    with pytest.raises(TypeError, match=not_int):
+        nrt.read_one_event(conv(fd))
+    with pytest.raises(TypeError, match=not_int):
+        nrt.connect_close(conv(fd))
+    assert nrt.read_one_event(fd)[1] == b"x"        # neither read nor closed
+    nrt.connect_close(fd)
+
+
 def test_no_producer_is_uninitialized():
     r = run_python("import evstream.nrt as n\n"
                    "try:\n    n.connect(0)\nexcept n.NrtError as e:\n    print(e.status.name)\n",
