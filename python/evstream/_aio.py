@@ -5,6 +5,7 @@ the wakeup before the loop sleeps."""
 import asyncio
 
 import evstream
+from evstream._common import timeout_seconds
 
 
 class AsyncStream:
@@ -54,6 +55,7 @@ class AsyncStream:
 
     async def read(self, timeout=None):
         """The next event, or None when timeout seconds passed."""
+        timeout = timeout_seconds(timeout, None)  # refused as Stream.read() refuses it
         s = await self._open()
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout

@@ -30,6 +30,27 @@ class EndOfStream(EOFError):
     """The producer has gone and every event it committed was read."""
 
 
+def real(x):
+    """float(x) for a real number (as PyFloat_AsDouble takes it), else TypeError."""
+    if isinstance(x, float):
+        return x
+    t = type(x)
+    if not (hasattr(t, "__float__") or hasattr(t, "__index__")):
+        raise TypeError("must be real number, not %s" % t.__name__)
+    return float(x)
+
+
+def timeout_seconds(timeout, default):
+    """A timeout as Stream.read() takes it: None (then default), or seconds
+    >= 0; else TypeError or ValueError naming it."""
+    if timeout is None:
+        return default
+    t = real(timeout)
+    if not t >= 0:
+        raise ValueError("timeout %r: allowed is None or seconds >= 0" % (timeout,))
+    return t
+
+
 # enum evs_drop_cause, in order (evs_drop_cause_name())
 DROP_CAUSES = ("ring_full", "too_big", "no_consumer", "no_memory")
 

@@ -29,6 +29,8 @@ import time
 import weakref
 
 from . import _lib
+# seconds read as the extension reads them (asyncio's read uses these too)
+from ._common import real as _real, timeout_seconds as _parse_timeout
 
 HAVE_PEEK_NEXT = 1 if _lib.peek_next is not None else 0
 # the library's EVS_CONSUMER_MAX_HELD (evstream.h); one record at a time
@@ -81,14 +83,6 @@ def _stats(st):
 _index = operator.index
 
 
-def _real(x):
-    """float(x) for a real number (as PyFloat_AsDouble takes it), else TypeError."""
-    if isinstance(x, float):
-        return x
-    t = type(x)
-    if not (hasattr(t, "__float__") or hasattr(t, "__index__")):
-        raise TypeError("must be real number, not %s" % t.__name__)
-    return float(x)
 
 
 def _path(runtime_dir):
@@ -116,13 +110,6 @@ def _ms(seconds):
     return int(seconds * 1000) if seconds < _MS_MAX / 1000 else _MS_MAX
 
 
-def _parse_timeout(timeout, default):
-    if timeout is None:
-        return default
-    t = _real(timeout)
-    if not t >= 0:
-        raise ValueError("timeout %r: allowed is None or seconds >= 0" % (timeout,))
-    return t
 
 
 def dtype_size(name):

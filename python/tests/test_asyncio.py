@@ -37,6 +37,28 @@ def test_async_read_with_timeout(producer, name):
     assert asyncio.run(main()) == b"later"
 
 
+def test_async_read_refuses_a_bad_timeout_as_read_does(producer, name):
+    """-1 or NaN: ValueError naming it (it was taken for no timeout, or
+    'now'); a str: TypeError, as Stream.read() says."""
+    async def main():
+        s = await evstream.aconnect(name, 0)
+        out = []
+        for bad in (-1, float("nan"), "1"):
+            try:
+                await s.read(bad)
+                out.append((bad, "accepted"))
+            except (ValueError, TypeError) as e:
+                try:
+                    s.stream.read(bad)
+                except (ValueError, TypeError) as e2:
+                    out.append((bad, type(e) is type(e2) and str(e) == str(e2), str(e)))
+        s.close()
+        return out
+    got = asyncio.run(main())
+    assert [g[:2] for g in got] == [(-1, True), (got[1][0], True), ("1", True)], got
+    assert "timeout -1: allowed is None or seconds >= 0" in got[0][2]
+
+
 def test_add_reader_on_the_stream_fd(producer, name):
     async def main():
         loop = asyncio.get_running_loop()
