@@ -2,11 +2,11 @@
 """libevstream.so.1 through ctypes, for the pure-Python fallback.
 
 Where it is looked for, in order: $EVSTREAM_LIBRARY (a path; when set,
-nothing else is tried); the build directory of the checkout this package
-sits in (``build/libevstream.so.1`` beside ``python/`` or above
-``build/python/``); the library directory recorded when the package was
-installed; the dynamic loader's own search (``ldconfig``,
-``LD_LIBRARY_PATH``).
+nothing else is tried); in an installed package, the library directory
+recorded at install time (the library the extension is linked with), and
+in a checkout, its build directory (``build/libevstream.so.1`` beside
+``python/`` or above ``build/python/``); then the dynamic loader's own
+search (``ldconfig``, ``LD_LIBRARY_PATH``).
 
 Two handles on the same library: ``fast`` (ctypes.PyDLL) keeps the GIL
 for calls that never block (peek, release, emit, stats), which also
@@ -25,15 +25,15 @@ def _candidates():
     if env:
         return [("EVSTREAM_LIBRARY", env)]
     here = os.path.dirname(os.path.abspath(__file__))
-    c = [
-        ("the checkout's build directory", os.path.join(here, "..", "..", "build", SONAME)),
-        ("the build directory", os.path.join(here, "..", "..", SONAME)),
-    ]
     try:
         from . import _config  # written at install time
-        c.append(("the installed library directory", os.path.join(_config.LIBDIR, SONAME)))
+        # not a checkout: paths beside it would be some other build
+        c = [("the installed library directory", os.path.join(_config.LIBDIR, SONAME))]
     except ImportError:
-        pass
+        c = [
+            ("the checkout's build directory", os.path.join(here, "..", "..", "build", SONAME)),
+            ("the build directory", os.path.join(here, "..", "..", SONAME)),
+        ]
     c.append(("the dynamic loader's search path", SONAME))
     return c
 

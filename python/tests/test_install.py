@@ -58,4 +58,15 @@ def test_pip_install_in_a_venv_with_system_site_packages(tmp_path):
     r = subprocess.run([py, "-m", "evstream", "info"], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "implementation: %s" % impl in r.stdout, r.stderr
+    # the fallback loads the library recorded at install time (the one the
+    # extension is linked with), not another libevstream that happens to
+    # stand where a checkout's build directory would
+    decoy = installed[0].parent.parent / "build" / "libevstream.so.1"
+    decoy.parent.mkdir()
+    shutil.copy(BUILD / "libevstream.so.1", decoy)
+    r = subprocess.run([py, "-c", "import evstream._lib as l; print(l.path)"], cwd=tmp_path,
+                       env=dict(env, EVSTREAM_PY_IMPL="fallback"), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == os.path.normpath(os.path.abspath(BUILD / "libevstream.so.1")), r.stdout
     assert sys.executable  # the suite itself runs on /usr/bin/python3 (run.sh)
