@@ -4,7 +4,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "helpers.h"
 #include "dump_writer.h"
@@ -375,6 +380,86 @@ START_TEST(test_dump_writer_below_a_directory_follows_no_planted_link)
 }
 END_TEST
 
+/* copy_file_range() refused with ENOSYS from here on, in this process (a
+ * seccomp filter; check forks each test): the writer copies by hand. */
+static void deny_copy_file_range(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_copy_file_range, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+}
+
+/* A tensor whose bytes are in a file (evs-dump --convert's long records):
+ * the .npy holds them, copied by the kernel or (_i == 1) by hand; a file
+ * that ends early fails that write (counted, no .npy left). */
+START_TEST(test_dump_writer_record_from_copies_the_tensor_from_a_file)
+{
+	static char base[] = "/tmp/evs-npytest-XXXXXX";
+	char dir[512], path[600];
+	uint8_t fixed[1024], *data = malloc(3 << 20), *got = malloc(3 << 20);
+	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)fixed;
+	struct dump_writer w = { .print = false };
+	struct evs_event_header h = { .type = EVS_EVENT_TENSOR_READ, .data_size = 1024 + (3 << 20) };
+	uint64_t n = (3 << 20) / 4;
+	struct npy_info info;
+	struct dump_src src;
+	int fd, out;
+
+	ck_assert_ptr_nonnull(data);
+	ck_assert_ptr_nonnull(got);
+	for (size_t i = 0; i < (3u << 20); i++)
+		data[i] = (uint8_t)(i * 7 + (i >> 12));
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	snprintf(path, sizeof(path), "%s/src", base);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "0123456", 7), 7); /* the tensor from an odd offset */
+	ck_assert_int_eq(write(fd, data, 3 << 20), 3 << 20);
+	if (_i == 1)
+		deny_copy_file_range();
+	snprintf(dir, sizeof(dir), "%s/d", base);
+	ck_assert_int_eq(dump_writer_open(&w, dir, DUMP_NPY), 0);
+	payload(pl, "float32", 1, &n, 3 << 20, true);
+	src = (struct dump_src){ .fd = fd, .off = 7 };
+	ck_assert_int_eq(dump_writer_record_from(&w, 0, &h, fixed, &src), 0);
+	/* the file cut short of the next tensor's end */
+	ck_assert_int_eq(ftruncate(fd, 7 + (2 << 20)), 0);
+	h.seq = 1;
+	ck_assert_int_eq(dump_writer_record_from(&w, 0, &h, fixed, &src), 0);
+	ck_assert_uint_eq(w.failed, 1);
+	ck_assert_int_eq(w.first_errno, ENODATA);
+	ck_assert_int_eq(dump_writer_close(&w), 0);
+
+	snprintf(path, sizeof(path), "%s/c0/000000000000.npy", dir);
+	out = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(out, 0);
+	ck_assert_int_eq(pread(out, got, 128, 0), 128);
+	ck_assert_int_eq(npy_parse(got, 128, &info), 0);
+	ck_assert_str_eq(info.descr, "<f4");
+	ck_assert_uint_eq(info.shape[0], n);
+	ck_assert_int_eq(pread(out, got, 3 << 20, (off_t)info.data_offset), 3 << 20);
+	ck_assert_int_eq(pread(out, got, 1, (off_t)info.data_offset + (3 << 20)), 0);
+	ck_assert_mem_eq(got, data, 3 << 20);
+	close(out);
+	snprintf(path, sizeof(path), "%s/c0/000000000001.npy", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	/* not in NPY mode, or printing: refused, the bytes are never read */
+	w = (struct dump_writer){ .print = true };
+	ck_assert_int_eq(dump_writer_record_from(&w, 0, &h, fixed, &src), -EINVAL);
+	close(fd);
+	free(data);
+	free(got);
+	ck_assert_int_eq(nftw(base, evs_rm_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+END_TEST
+
 START_TEST(test_dump_writer_keeps_contradictions_and_unloadable_shapes_out_of_npy_files)
 {
 	static char base[] = "/tmp/evs-npytest-XXXXXX";
@@ -489,6 +574,7 @@ int main(void)
 	tcase_add_test(tc, test_npy_shape_fits_where_numpy_loads);
 	tcase_add_test(tc, test_dump_writer_below_a_directory_follows_no_planted_link);
 	tcase_add_test(tc, test_dump_writer_keeps_contradictions_and_unloadable_shapes_out_of_npy_files);
+	tcase_add_loop_test(tc, test_dump_writer_record_from_copies_the_tensor_from_a_file, 0, 2);
 	tcase_add_test(tc, test_preview_prints_like_numpy);
 	tcase_add_test(tc, test_json_put_str_keeps_the_index_valid_utf8);
 	suite_add_tcase(s, tc);

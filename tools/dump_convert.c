@@ -24,21 +24,25 @@ struct conv_seq {
 	bool any[DUMP_MAX_CORES];
 };
 
-/* A window over one raw file: buf[start, end) holds the file's bytes from
- * offset pos on. It grows to the largest record, which the caller bounds
- * by the file's size. */
+/*
+ * A window over one raw file: buf[start, end) holds the file's bytes from
+ * offset pos on. A record up to RAW_WINDOW bytes is read into it whole;
+ * of a longer one only its header and the tensor's fixed description are,
+ * and its tensor bytes go from file to file (dump_writer_record_from()):
+ * what this holds never follows what a header claims.
+ */
+#define RAW_WINDOW (1u << 20)
+
 struct raw_window {
 	int fd;
 	uint8_t *buf;
-	size_t cap, start, end;
+	size_t start, end;
 	uint64_t pos;
 };
 
-#define RAW_WINDOW_MIN (1u << 20)
-
-/* At least n bytes from pos at buf + start, reading ahead as room allows;
- * how many are there, fewer only where the file ends. -errno on a failed
- * read or allocation. */
+/* At least n (<= RAW_WINDOW) bytes from pos at buf + start, reading ahead
+ * as room allows; how many are there, fewer only where the file ends.
+ * -errno on a failed read. */
 static int64_t raw_window_fill(struct raw_window *r, size_t n)
 {
 	if (r->end - r->start >= n)
@@ -48,17 +52,8 @@ static int64_t raw_window_fill(struct raw_window *r, size_t n)
 		r->end -= r->start;
 		r->start = 0;
 	}
-	if (n > r->cap) {
-		size_t cap = n > 2 * r->cap ? n : 2 * r->cap;
-		uint8_t *b = realloc(r->buf, cap < RAW_WINDOW_MIN ? RAW_WINDOW_MIN : cap);
-
-		if (!b)
-			return -ENOMEM;
-		r->buf = b;
-		r->cap = cap < RAW_WINDOW_MIN ? RAW_WINDOW_MIN : cap;
-	}
 	while (r->end < n) {
-		ssize_t k = read(r->fd, r->buf + r->end, r->cap - r->end);
+		ssize_t k = read(r->fd, r->buf + r->end, RAW_WINDOW - r->end);
 
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -71,28 +66,49 @@ static int64_t raw_window_fill(struct raw_window *r, size_t n)
 	return (int64_t)(r->end < n ? r->end : n);
 }
 
-static void raw_window_consume(struct raw_window *r, size_t n)
+/* Steps over n bytes from pos, read or not. */
+static int raw_window_skip(struct raw_window *r, uint64_t n)
 {
-	r->start += n;
+	if (n <= r->end - r->start) {
+		r->start += (size_t)n;
+	} else {
+		if (lseek(r->fd, (off_t)(r->pos + n), SEEK_SET) < 0)
+			return -errno;
+		r->start = r->end = 0;
+	}
 	r->pos += n;
+	return 0;
 }
 
-/* A read that came back short of what the file's size promised: -errno */
-static int raw_window_short(const struct raw_window *r, const char *path, int64_t got, uint64_t size,
-			    uint64_t records)
+/* The file is shorter than when its conversion began, at the record at
+ * r->pos: said, -EIO; or a read failed: said, that -errno. */
+static int raw_cut(const struct raw_window *r, const char *path, int64_t err, uint64_t size,
+		   uint64_t records)
 {
-	if (got < 0) {
+	struct stat now;
+
+	if (err < 0) {
 		fprintf(stderr, "evs-dump: %s: reading at offset %" PRIu64 ": %s\n", path, r->pos,
-			strerror((int)-got));
-		return (int)got;
+			strerror((int)-err));
+		return (int)err;
 	}
 	/* its owner cut it (or is rewriting it) while it was converted */
-	fprintf(stderr, "evs-dump: %s: ends at offset %" PRIu64 ", short of the %" PRIu64 " bytes it had when "
-		"conversion began: cut while being converted; the %" PRIu64 " records before that offset were "
-		"read, the rest are lost\n", path, r->pos + (uint64_t)got, size, records);
+	if (fstat(r->fd, &now) == 0 && (uint64_t)now.st_size < size)
+		fprintf(stderr, "evs-dump: %s: %" PRIu64 " bytes now, %" PRIu64 " when conversion began: cut "
+			"while being converted; the %" PRIu64 " records before offset %" PRIu64 " were taken, "
+			"the rest are lost\n", path, (uint64_t)now.st_size, size, records, r->pos);
+	else
+		fprintf(stderr, "evs-dump: %s: the record at offset %" PRIu64 " could not be read whole "
+			"(the file changed while being converted); the %" PRIu64 " records before it were "
+			"taken, the rest are lost\n", path, r->pos, records);
 	return -EIO;
 }
 
+/* A file that cannot be converted (whole): said; the others still are. */
+#define FILE_NOT_WHOLE 1
+
+/* One raw file into w: 0, FILE_NOT_WHOLE, or -errno when the dump writer
+ * failed in a way that stops the conversion (said). */
 static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd, const char *rawdir,
 			const char *name)
 {
@@ -100,10 +116,10 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 	struct dump_raw_hdr fh;
 	struct stat st;
 	struct raw_window r = { .fd = -1 };
-	uint64_t off, records = 0, skipped = 0, skip_seq = 0, skip_off = 0, skip_last = 0;
+	uint64_t off, size, records = 0, skipped = 0, skip_seq = 0, skip_off = 0, skip_last = 0, failed = 0;
 	int64_t got;
-	size_t want;
 	int fd, err = 0;
+	bool cut = false;
 
 	snprintf(path, sizeof(path), "%s/%s", rawdir, name);
 	/* the file itself, not where a link named like it leads (another
@@ -111,51 +127,52 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 	 * O_NONBLOCK: a FIFO of that name does not hang the open */
 	fd = openat(rawfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		err = -errno;
 		if (errno == ELOOP)
 			fprintf(stderr, "evs-dump: %s: a symbolic link, not a raw dump: refused\n", path);
 		else
 			fprintf(stderr, "evs-dump: %s: %s\n", path, strerror(errno));
-		goto out;
+		goto not_whole;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		fprintf(stderr, "evs-dump: %s: not a regular file, not a raw dump: refused\n", path);
-		err = -EBADMSG;
-		goto out;
+		goto not_whole;
 	}
-	if ((uint64_t)st.st_size < sizeof(fh)) {
+	size = (uint64_t)st.st_size;
+	if (size < sizeof(fh)) {
 		fprintf(stderr, "evs-dump: %s: not a raw dump (too short)\n", path);
-		err = -EBADMSG;
-		goto out;
+		goto not_whole;
 	}
 	r.fd = fd;
-	want = sizeof(fh);
-	if ((got = raw_window_fill(&r, want)) < (int64_t)want) {
-		err = raw_window_short(&r, path, got, (uint64_t)st.st_size, records);
-		goto out;
+	r.buf = malloc(RAW_WINDOW);
+	if (!r.buf) {
+		fprintf(stderr, "evs-dump: %s: no memory to read it through\n", path);
+		goto not_whole;
+	}
+	if ((got = raw_window_fill(&r, sizeof(fh))) < (int64_t)sizeof(fh)) {
+		raw_cut(&r, path, got, size, records);
+		goto not_whole;
 	}
 	memcpy(&fh, r.buf, sizeof(fh));
-	raw_window_consume(&r, sizeof(fh));
+	raw_window_skip(&r, sizeof(fh));
 	if (memcmp(fh.magic, DUMP_RAW_MAGIC, sizeof(fh.magic)) || fh.version != 1) {
 		fprintf(stderr, "evs-dump: %s: not a raw dump (bad magic or version)\n", path);
-		err = -EBADMSG;
-		goto out;
+		goto not_whole;
 	}
 	if (fh.core >= DUMP_MAX_CORES) {
 		fprintf(stderr, "evs-dump: %s: not a raw dump (core %" PRIu32 " in its header; cores are 0 to %u)\n",
 			path, fh.core, DUMP_MAX_CORES - 1);
-		err = -EBADMSG;
-		goto out;
+		goto not_whole;
 	}
-	for (off = sizeof(fh); off < (uint64_t)st.st_size;) {
+	for (off = sizeof(fh); off < size;) {
 		struct evs_event_header h;
-		uint64_t left = (uint64_t)st.st_size - off, len;
+		uint64_t left = size - off, len;
+		size_t want;
+		bool whole;
 
 		if (left < sizeof(h))
 			break;
-		want = sizeof(h);
-		if ((got = raw_window_fill(&r, want)) < (int64_t)want) {
-			err = raw_window_short(&r, path, got, (uint64_t)st.st_size, records);
+		if ((got = raw_window_fill(&r, sizeof(h))) < (int64_t)sizeof(h)) {
+			cut = true;
 			break;
 		}
 		memcpy(&h, r.buf + r.start, sizeof(h));
@@ -163,9 +180,13 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 			break;
 		len = sizeof(h) + ((h.data_size + 7) & ~7ull);
 		/* the padding too, where the file has it: bounded by its size */
-		want = (size_t)(len < left ? len : left);
+		if (len > left)
+			len = left;
+		whole = len <= RAW_WINDOW;
+		want = whole ? (size_t)len
+			     : sizeof(h) + EVS_TENSOR_FIXED_BYTES; /* data_size > RAW_WINDOW - 64 */
 		if ((got = raw_window_fill(&r, want)) < (int64_t)want) {
-			err = raw_window_short(&r, path, got, (uint64_t)st.st_size, records);
+			cut = true;
 			break;
 		}
 		if (seqs->any[fh.core] && h.seq <= seqs->last[fh.core]) {
@@ -176,24 +197,54 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 				skip_last = seqs->last[fh.core];
 			}
 		} else {
+			const uint8_t *payload = r.buf + r.start + sizeof(h);
+			struct dump_src src = { .fd = fd, .off = off + sizeof(h) + EVS_TENSOR_FIXED_BYTES };
+
+			failed = w->failed;
 			seqs->any[fh.core] = true;
 			seqs->last[fh.core] = h.seq;
-			err = dump_writer_record(w, fh.core, &h, r.buf + r.start + sizeof(h));
+			err = whole ? dump_writer_record(w, fh.core, &h, payload)
+				    : dump_writer_record_from(w, fh.core, &h, payload, &src);
 			if (err)
 				break;
 		}
-		raw_window_consume(&r, want);
-		off += want;
+		if ((err = raw_window_skip(&r, len))) {
+			fprintf(stderr, "evs-dump: %s: seeking to offset %" PRIu64 ": %s\n", path, off + len,
+				strerror(-err));
+			err = 0;
+			cut = true;
+			break;
+		}
+		off += len;
 		records++;
+		if (!whole && w->failed > failed) {
+			/* its bytes were copied from the file: were they all there? */
+			struct stat now;
+
+			if (fstat(fd, &now) == 0 && (uint64_t)now.st_size < off) {
+				r.pos -= len;
+				got = 0;
+				records--;
+				cut = true;
+				break;
+			}
+		}
 	}
 	if (skipped)
 		fprintf(stderr, "evs-dump: %s: %" PRIu64 " records skipped: sequence number %" PRIu64 " at offset %"
 			PRIu64 " is at or below %" PRIu64 ", already converted for core %" PRIu32 " (a core's "
 			"records are converted once, in order)\n", path, skipped, skip_seq, skip_off, skip_last,
 			fh.core);
-	if (!err && off < (uint64_t)st.st_size)
+	if (cut) {
+		raw_cut(&r, path, got, size, records);
+		goto not_whole;
+	}
+	if (!err && off < size)
 		fprintf(stderr, "evs-dump: %s: %" PRIu64 " bytes at the end are not a whole record (ignored)\n",
-			path, (uint64_t)st.st_size - off);
+			path, size - off);
+	goto out;
+not_whole:
+	err = FILE_NOT_WHOLE;
 out:
 	free(r.buf);
 	if (fd >= 0)
@@ -206,7 +257,7 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary)
 	struct dump_writer w = { .print = false };
 	struct conv_seq seqs = { 0 };  /* 36 KiB */
 	struct dirent **names = NULL;
-	int n = 0, err = 0, files = 0, rawfd, rc;
+	int n = 0, err = 0, files = 0, not_whole = 0, rawfd, rc;
 
 	rawfd = open(rawdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rawfd >= 0)
@@ -229,6 +280,11 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary)
 			continue;
 		err = convert_file(&w, &seqs, rawfd, rawdir, names[i]->d_name);
 		files++;
+		if (err == FILE_NOT_WHOLE) {
+			/* said; the other files are converted all the same */
+			not_whole++;
+			err = 0;
+		}
 	}
 	if (!files) {
 		fprintf(stderr, "evs-dump: no core<N>.evsraw files in '%s'\n", rawdir);
@@ -237,6 +293,11 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary)
 	if (summary)
 		fprintf(stderr, "evs-dump: converted %d raw files: %" PRIu64 " events, %" PRIu64
 			" tensor bytes into %s\n", files, w.events, w.bytes, outdir);
+	if (not_whole) {
+		fprintf(stderr, "evs-dump: %d of the %d raw files were not converted whole (said above)\n",
+			not_whole, files);
+		err = err ? err : -EBADMSG;
+	}
 	if (w.bad)
 		fprintf(stderr, "evs-dump: %" PRIu64 " malformed events were indexed as \"bad\"\n", w.bad);
 	if (summary && w.unfit)

@@ -21,6 +21,7 @@
  * says what failed, goes on. Checked every RESERVE_EVERY events. */
 #define INDEX_RESERVE (4ull << 20)
 #define RESERVE_EVERY 256
+#define COPY_BUF (1u << 20)     /* a tensor copied by hand, in pieces */
 
 /* Keeps disk space allocated ahead of the index (called every few events). */
 static void index_reserve(struct dump_writer *w)
@@ -408,11 +409,55 @@ static void count_failure(struct dump_writer *w, struct dump_core *c, const char
 	}
 }
 
+/* len bytes from src into fd, at fd's position: in the kernel where it can
+ * (no copy through this process), else through a bounded buffer. 0, -errno,
+ * or -ENODATA when src ends first. */
+static int copy_from(const struct dump_src *src, int fd, uint64_t len)
+{
+	loff_t off = (loff_t)src->off;
+	char *buf = NULL;
+	int err = 0;
+
+	while (len) {
+		size_t part = len < (1u << 30) ? (size_t)len : (1u << 30);
+		ssize_t k = copy_file_range(src->fd, &off, fd, NULL, part, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
+			break; /* not between these two: by hand */
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -ENODATA;
+		len -= (uint64_t)k;
+	}
+	if (len && !(buf = malloc(COPY_BUF)))
+		return -ENOMEM;
+	while (len && !err) {
+		ssize_t k = pread(src->fd, buf, len < COPY_BUF ? (size_t)len : COPY_BUF, off);
+		struct iovec iov;
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			err = k < 0 ? -errno : -ENODATA;
+			break;
+		}
+		iov = (struct iovec){ buf, (size_t)k };
+		err = write_iov(fd, &iov, 1);
+		off += k;
+		len -= (uint64_t)k;
+	}
+	free(buf);
+	return err;
+}
+
 /* Complete files only: the name appears (rename) after the last byte is
  * written and the file is closed, so a full disk leaves no file that looks
  * valid, only a removed temporary. The name goes to c->file, after "c<N>/". */
 static int write_npy(struct dump_core *c, uint64_t seq, const struct evs_tensor_info *ev,
-		     const char *descr)
+		     const char *descr, const struct dump_src *src)
 {
 	char hdr[NPY_HEADER_MAX], tmp[32], *name = c->file + c->file_dir_len;
 	struct iovec iov[2];
@@ -430,9 +475,15 @@ static int write_npy(struct dump_core *c, uint64_t seq, const struct evs_tensor_
 	if (fd < 0)
 		return -errno;
 	iov[0] = (struct iovec){ hdr, (size_t)hlen };
-	/* straight from the ring: the only copy is the kernel's */
-	iov[1] = (struct iovec){ (void *)ev->data, ev->bytes };
-	err = write_iov(fd, iov, ev->bytes ? 2 : 1);
+	if (src) {
+		err = write_iov(fd, iov, 1);
+		if (!err)
+			err = copy_from(src, fd, ev->bytes);
+	} else {
+		/* straight from the ring: the only copy is the kernel's */
+		iov[1] = (struct iovec){ (void *)ev->data, ev->bytes };
+		err = write_iov(fd, iov, ev->bytes ? 2 : 1);
+	}
 	if (close(fd) < 0 && !err)
 		err = -errno;
 	if (!err && renameat(c->dirfd, tmp, c->dirfd, name) < 0)
@@ -566,8 +617,8 @@ static int index_put(struct dump_writer *w, int len)
 
 #define NOTE_UNFIT "empty tensor whose shape NumPy cannot represent: no .npy"
 
-int dump_writer_record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
-		       const void *payload)
+static int record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
+		  const void *payload, const struct dump_src *src)
 {
 	struct dump_core *c = core_slot(w, core);
 	struct evs_tensor_info ev;
@@ -623,7 +674,7 @@ int dump_writer_record(struct dump_writer *w, unsigned int core, const struct ev
 		c->unfit++;
 		w->unfit++;
 	} else if (w->mode == DUMP_NPY && !ev.is_print) {
-		err = write_npy(c, h->seq, &ev, descr);
+		err = write_npy(c, h->seq, &ev, descr, src);
 	} else if (w->mode == DUMP_RAW) {
 		err = write_raw(c, h, payload, &raw_off);
 	}
@@ -650,6 +701,22 @@ indexed:
 		w->bytes += ev.bytes;
 	}
 	return 0;
+}
+
+int dump_writer_record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
+		       const void *payload)
+{
+	return record(w, core, h, payload, NULL);
+}
+
+int dump_writer_record_from(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
+			    const void *fixed, const struct dump_src *src)
+{
+	/* the tensor bytes are written, never read here: not printed, and
+	 * no raw record to keep */
+	if (w->mode != DUMP_NPY || w->print || !src)
+		return -EINVAL;
+	return record(w, core, h, fixed, src);
 }
 
 int dump_writer_flush(struct dump_writer *w)

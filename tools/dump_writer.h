@@ -128,6 +128,24 @@ int dump_writer_add_core(struct dump_writer *w, unsigned int core);
 int dump_writer_record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
 		       const void *payload);
 
+/* Where a record's tensor bytes are when they are not in memory after its
+ * fixed payload: a file, from offset off (evs-dump --convert). */
+struct dump_src {
+	int fd;
+	uint64_t off;
+};
+
+/*
+ * The same, for a writer in DUMP_NPY mode that does not print (-EINVAL
+ * otherwise): fixed holds the payload's first EVS_TENSOR_FIXED_BYTES only
+ * (h->data_size is still the whole payload's), and the tensor bytes are
+ * copied from src into the .npy file by the kernel (copy_file_range), or
+ * through a bounded buffer: memory does not grow with them. A source that
+ * ends early fails that write with -ENODATA (counted like any).
+ */
+int dump_writer_record_from(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
+			    const void *fixed, const struct dump_src *src);
+
 /* Each line is written as it comes: nothing to flush. 0, or -index_errno
  * once a line could not be written (kept for callers that flush on a tick). */
 int dump_writer_flush(struct dump_writer *w);
