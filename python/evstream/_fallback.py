@@ -79,10 +79,8 @@ def _stats(st):
 
 # Arguments are converted as the native extension's are, with the same
 # exception types: an int is anything with __index__ (not a float, not a
-# str: TypeError); seconds anything with __float__ or __index__.
+# str: TypeError); seconds as evstream._common.real() reads them.
 _index = operator.index
-
-
 
 
 def _path(runtime_dir):
@@ -108,8 +106,6 @@ def _ms(seconds):
     """seconds >= 0 (any size, inf too) as milliseconds, rounded down: at
     most _MS_MAX (24.8 days), which the loops wait again until their deadline."""
     return int(seconds * 1000) if seconds < _MS_MAX / 1000 else _MS_MAX
-
-
 
 
 def dtype_size(name):

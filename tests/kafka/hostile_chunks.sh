@@ -71,7 +71,7 @@ summary.json" ] || fail "a host took the summary's name: $(ls -l "$T/k")"
 ok "no key, a null chunk, a 4 GiB claim, a host named summary.json, a record on two partitions: counted, not written"
 
 "$DUMP" --kafka "$BROKERS" --topic "$TOPIC" --output "$T/k2" --summary --no-print \
-	--until-idle 3 --group hostile >"$T/k2.stdout" 2>"$T/k2.stderr"; rc=$?
+	--until-idle 3 --seconds 60 --group hostile >"$T/k2.stdout" 2>"$T/k2.stderr"; rc=$?
 got=$(json "$T/k2/summary.json" '(j["messages"], j["torn"], j["unfinished"])')
 [ "$rc" -eq 0 ] && [ "$got" = "(0, 0, 0)" ] ||
 	{ cat "$T/k2.stderr"; fail "a second reader of the group: exit $rc, messages, torn, unfinished: $got, not (0, 0, 0)"; }

@@ -74,6 +74,8 @@ int follow_add_fd(struct follow *fl, int fd, uint64_t tok)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tok };
 
+	if (tok >= FOLLOW_TOK_STREAM)
+		return -EINVAL; /* it would be taken for a stream's */
 	return epoll_ctl(fl->ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 

@@ -18,7 +18,8 @@
 
 #define FOLLOW_MAX_CORES 4096u
 
-/* epoll tokens: the tool's own descriptors take FOLLOW_TOK_USER and up */
+/* epoll tokens: the tool's own descriptors take FOLLOW_TOK_USER to
+ * FOLLOW_TOK_STREAM - 1 */
 enum {
 	FOLLOW_TOK_SIGNAL = 1,
 	FOLLOW_TOK_TICK,
@@ -64,7 +65,8 @@ int follow_parse_cores(const char *arg, unsigned char *set);
  * epoll set made. 0, or -errno after saying so. */
 int follow_open(struct follow *fl);
 
-/* One of the tool's descriptors in the set, readable -> tok. 0 or -errno. */
+/* One of the tool's descriptors in the set, readable -> tok (below
+ * FOLLOW_TOK_STREAM: -EINVAL otherwise). 0 or -errno. */
 int follow_add_fd(struct follow *fl, int fd, uint64_t tok);
 
 /* Connects to the producer's cores (all, or those in set; the first, or
