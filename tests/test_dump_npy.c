@@ -4,13 +4,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 
+#include "deny_syscall.h"
 #include "helpers.h"
 #include "dump_writer.h"
 #include "jsonl.h"
@@ -380,22 +376,6 @@ START_TEST(test_dump_writer_below_a_directory_follows_no_planted_link)
 }
 END_TEST
 
-/* copy_file_range() refused with ENOSYS from here on, in this process (a
- * seccomp filter; check forks each test): the writer copies by hand. */
-static void deny_copy_file_range(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_copy_file_range, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
-}
-
 /* A tensor whose bytes are in a file (evs-dump --convert's long records):
  * the .npy holds them, copied by the kernel or (_i == 1) by hand; a file
  * that ends early fails that write (counted, no .npy left). */
@@ -422,8 +402,9 @@ START_TEST(test_dump_writer_record_from_copies_the_tensor_from_a_file)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "0123456", 7), 7); /* the tensor from an odd offset */
 	ck_assert_int_eq(write(fd, data, 3 << 20), 3 << 20);
+	/* a kernel without copy_file_range (check forks each test) */
 	if (_i == 1)
-		deny_copy_file_range();
+		ck_assert_int_eq(evs_deny_syscall(__NR_copy_file_range, ENOSYS), 0);
 	snprintf(dir, sizeof(dir), "%s/d", base);
 	ck_assert_int_eq(dump_writer_open(&w, dir, DUMP_NPY), 0);
 	payload(pl, "float32", 1, &n, 3 << 20, true);

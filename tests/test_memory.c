@@ -16,7 +16,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "deny_fallocate.h"
+#include "deny_syscall.h"
 #include "helpers.h"
 #include "shm.h"
 
@@ -530,7 +530,7 @@ START_TEST(test_memory_commit_failure_drops_and_counts)
 
 		if (!p || !c)
 			_exit(2);
-		if (evs_deny_fallocate())
+		if (evs_deny_syscall(__NR_fallocate, ENOMEM))
 			_exit(6);
 		while ((err = evs_producer__emit(p, 0, 1, buf, sizeof(buf))) == 0)
 			ok++;

@@ -43,7 +43,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#include "../deny_fallocate.h"
+#include "../deny_syscall.h"
 #include "cli.h"
 #include "evstream/evstream.h"
 
@@ -212,7 +212,7 @@ static int producer_main(void)
 		return 1;
 	}
 	/* --deny-commit: from here on the emitting threads' commits fail */
-	if (deny_commit && evs_deny_fallocate()) {
+	if (deny_commit && evs_deny_syscall(__NR_fallocate, ENOMEM)) {
 		fail("producer: denying fallocate: %s", strerror(errno));
 		return 1;
 	}
