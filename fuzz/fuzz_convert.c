@@ -522,7 +522,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 		stderr = devnull;
 	live = peak = 0;
 	counting = true;
-	rc = dump_convert(rawdir, outdir, sel & 0x80);
+	rc = dump_convert(rawdir, outdir, sel & 0x80, sel & 0x40);
 	counting = false;
 	stderr = err;
 	if (rc != 0 && rc != 1) {

@@ -8,6 +8,6 @@
  * index in outdir. The exit status, after saying what failed: 0; 1 a file
  * could not be converted or written; 2 rawdir cannot be read, or outdir
  * was refused or cannot be written (dump_writer_open). */
-int dump_convert(const char *rawdir, const char *outdir, bool summary);
+int dump_convert(const char *rawdir, const char *outdir, bool summary, bool progress);
 
 #endif

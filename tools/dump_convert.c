@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "dump.h"
 #include "dump_writer.h"
 
@@ -23,6 +24,41 @@ struct conv_seq {
 	uint64_t last[DUMP_MAX_CORES];
 	bool any[DUMP_MAX_CORES];
 };
+
+/* The status line of a conversion (--progress, or stderr a terminal):
+ * the file, how far into it, what was converted, every half second. */
+struct conv_status {
+	bool on, shown;
+	int file, files;
+	uint64_t t0, last;
+};
+
+#define STATUS_NS 500000000ull
+
+static void status_clear(void *ctx)
+{
+	struct conv_status *cs = ctx;
+
+	if (cs->shown) {
+		fputs("\r\033[K", stderr);
+		cs->shown = false;
+	}
+}
+
+static void status_line(struct conv_status *cs, const struct dump_writer *w, const char *name, uint64_t done,
+			uint64_t size)
+{
+	uint64_t now = cli_now_ns();
+
+	if (!cs->on || now - cs->last < STATUS_NS)
+		return;
+	cs->last = now;
+	fprintf(stderr, "\r\033[K%6.1fs  %s (file %d of %d)  %3.0f%% of %.1f MB  %" PRIu64 " events, %.1f MB "
+		"of tensors written", (double)(now - cs->t0) / 1e9, name, cs->file, cs->files,
+		size ? 100.0 * (double)done / (double)size : 100.0, (double)size / 1e6, w->events,
+		(double)w->bytes / 1e6);
+	cs->shown = true;
+}
 
 /*
  * A window over one raw file: buf[start, end) holds the file's bytes from
@@ -109,8 +145,8 @@ static int raw_cut(const struct raw_window *r, const char *path, int64_t err, ui
 
 /* One raw file into w: 0, FILE_NOT_WHOLE, or -errno when the dump writer
  * failed in a way that stops the conversion (said). */
-static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd, const char *rawdir,
-			const char *name)
+static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct conv_status *cs, int rawfd,
+			const char *rawdir, const char *name)
 {
 	char path[4096];
 	struct dump_raw_hdr fh;
@@ -121,6 +157,8 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 	int fd, err = 0;
 	bool cut = false;
 
+	/* what is said about a file starts on a line of its own */
+	status_clear(cs);
 	snprintf(path, sizeof(path), "%s/%s", rawdir, name);
 	/* the file itself, not where a link named like it leads (another
 	 * user's raw directory could hold one to a file only we may read);
@@ -163,6 +201,7 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 			path, fh.core, DUMP_MAX_CORES - 1);
 		goto not_whole;
 	}
+	status_line(cs, w, name, sizeof(fh), size);
 	for (off = sizeof(fh); off < size;) {
 		struct evs_event_header h;
 		uint64_t left = size - off, len;
@@ -209,6 +248,7 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 				break;
 		}
 		if ((err = raw_window_skip(&r, len))) {
+			status_clear(cs);
 			fprintf(stderr, "evs-dump: %s: seeking to offset %" PRIu64 ": %s\n", path, off + len,
 				strerror(-err));
 			err = 0;
@@ -216,7 +256,8 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 			break;
 		}
 		off += len;
-		records++;
+		if (!(++records & 255))
+			status_line(cs, w, name, off, size);
 		if (!whole && w->failed > failed) {
 			/* its bytes were copied from the file: were they all there? */
 			struct stat now;
@@ -230,6 +271,7 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, int rawfd,
 			}
 		}
 	}
+	status_clear(cs);
 	if (skipped)
 		fprintf(stderr, "evs-dump: %s: %" PRIu64 " records skipped: sequence number %" PRIu64 " at offset %"
 			PRIu64 " is at or below %" PRIu64 ", already converted for core %" PRIu32 " (a core's "
@@ -252,9 +294,17 @@ out:
 	return err;
 }
 
-int dump_convert(const char *rawdir, const char *outdir, bool summary)
+static bool is_raw_name(const char *name)
 {
-	struct dump_writer w = { .print = false };
+	size_t len = strlen(name);
+
+	return !strncmp(name, "core", 4) && len >= 7 && !strcmp(name + len - 7, ".evsraw");
+}
+
+int dump_convert(const char *rawdir, const char *outdir, bool summary, bool progress)
+{
+	struct conv_status cs = { .on = progress, .t0 = cli_now_ns() };
+	struct dump_writer w = { .print = false, .clear_status = status_clear, .ctx = &cs };
 	struct conv_seq seqs = { 0 };  /* 36 KiB */
 	struct dirent **names = NULL;
 	int n = 0, err = 0, files = 0, not_whole = 0, rawfd, rc;
@@ -272,20 +322,21 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary)
 		rc = 2;
 		goto out;
 	}
+	for (int i = 0; i < n; i++)
+		cs.files += is_raw_name(names[i]->d_name);
 	for (int i = 0; i < n && !err; i++) {
-		size_t len = strlen(names[i]->d_name);
-
-		if (strncmp(names[i]->d_name, "core", 4) || len < 7 ||
-		    strcmp(names[i]->d_name + len - 7, ".evsraw"))
+		if (!is_raw_name(names[i]->d_name))
 			continue;
-		err = convert_file(&w, &seqs, rawfd, rawdir, names[i]->d_name);
-		files++;
+		cs.file = ++files;
+		cs.last = 0; /* each file shown as it begins */
+		err = convert_file(&w, &seqs, &cs, rawfd, rawdir, names[i]->d_name);
 		if (err == FILE_NOT_WHOLE) {
 			/* said; the other files are converted all the same */
 			not_whole++;
 			err = 0;
 		}
 	}
+	status_clear(&cs);
 	if (!files) {
 		fprintf(stderr, "evs-dump: no core<N>.evsraw files in '%s'\n", rawdir);
 		err = -ENOENT;

@@ -412,7 +412,7 @@ int main(int argc, char **argv)
 			snprintf(def, sizeof(def), "%s/npy", convert);
 			out = def;
 		}
-		return dump_convert(convert, out, !quiet);
+		return dump_convert(convert, out, !quiet, d.progress);
 	}
 	if (optind < argc)
 		d.fl.name = argv[optind++];

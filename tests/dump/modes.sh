@@ -26,6 +26,15 @@ PYEOF
 verify "$T/rn" --pattern all
 [ "$(wc -l <"$T/rn/index.jsonl")" -eq 600 ] || fail "converted index lines"
 ok "raw mode: core<N>.evsraw files convert to .npy files that match"
+# --progress: a status line per file as it begins (then every half second)
+"$DUMP" --convert "$T/r" -o "$T/rp" --progress 2>"$T/rp.err" || fail "convert --progress"
+for f in "core0.evsraw (file 1 of 2)" "core1.evsraw (file 2 of 2)"; do
+	grep -qF "$f" "$T/rp.err" || { cat "$T/rp.err"; fail "convert --progress: no status line for $f"; }
+done
+grep -q "converted 2 raw files: 600 events" "$T/rp.err" || { cat "$T/rp.err"; fail "convert --progress: no summary"; }
+"$DUMP" --convert "$T/r" -o "$T/rq" -q 2>"$T/rq.err" || fail "convert -q"
+[ -s "$T/rq.err" ] && { cat "$T/rq.err"; fail "convert -q said something"; }
+ok "convert --progress: a status line per file; -q: nothing"
 
 # Index only: every event indexed, no data written.
 start_demo --pattern all --cores 2 --rate 0 --events 300 --wait-consumers 10
