@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "deny_syscall.h"
 #include "helpers.h"
@@ -376,47 +377,72 @@ START_TEST(test_dump_writer_below_a_directory_follows_no_planted_link)
 }
 END_TEST
 
+/* The writer's side of the test below, in a process of its own (a seccomp
+ * filter lasts for good, and CK_FORK=no runs every test in one process):
+ * two tensors from fd, the second past the end of a file cut short. The
+ * exit status says which step failed. */
+static int record_from_child(const char *dir, int fd, bool by_hand, uint64_t n)
+{
+	uint8_t fixed[1024];
+	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)fixed;
+	struct dump_writer w = { .print = false };
+	struct evs_event_header h = { .type = EVS_EVENT_TENSOR_READ, .data_size = 1024 + n * 4 };
+	struct dump_src src = { .fd = fd, .off = 7 };
+
+	/* a kernel without copy_file_range: copied by hand */
+	if (by_hand && evs_deny_syscall(__NR_copy_file_range, ENOSYS))
+		return 2;
+	if (dump_writer_open(&w, dir, DUMP_NPY))
+		return 3;
+	payload(pl, "float32", 1, &n, n * 4, true);
+	if (dump_writer_record_from(&w, 0, &h, fixed, &src))
+		return 4;
+	if (ftruncate(fd, (off_t)(7 + n * 2)))
+		return 5;
+	h.seq = 1;
+	if (dump_writer_record_from(&w, 0, &h, fixed, &src) || w.failed != 1 || w.first_errno != ENODATA)
+		return 6;
+	if (dump_writer_close(&w))
+		return 7;
+	/* not in NPY mode, or printing: refused, the bytes are never read */
+	w = (struct dump_writer){ .print = true };
+	return dump_writer_record_from(&w, 0, &h, fixed, &src) == -EINVAL ? 0 : 8;
+}
+
 /* A tensor whose bytes are in a file (evs-dump --convert's long records):
  * the .npy holds them, copied by the kernel or (_i == 1) by hand; a file
  * that ends early fails that write (counted, no .npy left). */
 START_TEST(test_dump_writer_record_from_copies_the_tensor_from_a_file)
 {
-	static char base[] = "/tmp/evs-npytest-XXXXXX";
-	char dir[512], path[600];
-	uint8_t fixed[1024], *data = malloc(3 << 20), *got = malloc(3 << 20);
-	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)fixed;
-	struct dump_writer w = { .print = false };
-	struct evs_event_header h = { .type = EVS_EVENT_TENSOR_READ, .data_size = 1024 + (3 << 20) };
+	char base[] = "/tmp/evs-npytest-XXXXXX", dir[512], path[600];
 	uint64_t n = (3 << 20) / 4;
+	uint8_t *data = malloc(n * 4), *got = malloc(n * 4);
 	struct npy_info info;
-	struct dump_src src;
-	int fd, out;
+	int fd, out, status;
+	pid_t pid;
 
 	ck_assert_ptr_nonnull(data);
 	ck_assert_ptr_nonnull(got);
-	for (size_t i = 0; i < (3u << 20); i++)
+	for (size_t i = 0; i < n * 4; i++)
 		data[i] = (uint8_t)(i * 7 + (i >> 12));
 	ck_assert_ptr_nonnull(mkdtemp(base));
 	snprintf(path, sizeof(path), "%s/src", base);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "0123456", 7), 7); /* the tensor from an odd offset */
-	ck_assert_int_eq(write(fd, data, 3 << 20), 3 << 20);
-	/* a kernel without copy_file_range (check forks each test) */
-	if (_i == 1)
-		ck_assert_int_eq(evs_deny_syscall(__NR_copy_file_range, ENOSYS), 0);
+	ck_assert_int_eq(write(fd, data, n * 4), (ssize_t)(n * 4));
 	snprintf(dir, sizeof(dir), "%s/d", base);
-	ck_assert_int_eq(dump_writer_open(&w, dir, DUMP_NPY), 0);
-	payload(pl, "float32", 1, &n, 3 << 20, true);
-	src = (struct dump_src){ .fd = fd, .off = 7 };
-	ck_assert_int_eq(dump_writer_record_from(&w, 0, &h, fixed, &src), 0);
-	/* the file cut short of the next tensor's end */
-	ck_assert_int_eq(ftruncate(fd, 7 + (2 << 20)), 0);
-	h.seq = 1;
-	ck_assert_int_eq(dump_writer_record_from(&w, 0, &h, fixed, &src), 0);
-	ck_assert_uint_eq(w.failed, 1);
-	ck_assert_int_eq(w.first_errno, ENODATA);
-	ck_assert_int_eq(dump_writer_close(&w), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int rc = record_from_child(dir, fd, _i == 1, n);
+
+		free(data);
+		free(got);
+		_exit(rc);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the writer's side: status %#x", status);
 
 	snprintf(path, sizeof(path), "%s/c0/000000000000.npy", dir);
 	out = open(path, O_RDONLY | O_CLOEXEC);
@@ -425,15 +451,12 @@ START_TEST(test_dump_writer_record_from_copies_the_tensor_from_a_file)
 	ck_assert_int_eq(npy_parse(got, 128, &info), 0);
 	ck_assert_str_eq(info.descr, "<f4");
 	ck_assert_uint_eq(info.shape[0], n);
-	ck_assert_int_eq(pread(out, got, 3 << 20, (off_t)info.data_offset), 3 << 20);
-	ck_assert_int_eq(pread(out, got, 1, (off_t)info.data_offset + (3 << 20)), 0);
-	ck_assert_mem_eq(got, data, 3 << 20);
+	ck_assert_int_eq(pread(out, got, n * 4, (off_t)info.data_offset), (ssize_t)(n * 4));
+	ck_assert_int_eq(pread(out, got, 1, (off_t)(info.data_offset + n * 4)), 0);
+	ck_assert_mem_eq(got, data, n * 4);
 	close(out);
 	snprintf(path, sizeof(path), "%s/c0/000000000001.npy", dir);
 	ck_assert_int_ne(access(path, F_OK), 0);
-	/* not in NPY mode, or printing: refused, the bytes are never read */
-	w = (struct dump_writer){ .print = true };
-	ck_assert_int_eq(dump_writer_record_from(&w, 0, &h, fixed, &src), -EINVAL);
 	close(fd);
 	free(data);
 	free(got);
