@@ -155,7 +155,7 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct con
 	uint64_t off, size, records = 0, skipped = 0, skip_seq = 0, skip_off = 0, skip_last = 0, failed = 0;
 	int64_t got;
 	int fd, err = 0;
-	bool cut = false;
+	bool cut = false, unread = false;
 
 	/* what is said about a file starts on a line of its own */
 	status_clear(cs);
@@ -228,6 +228,7 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct con
 			cut = true;
 			break;
 		}
+		failed = w->failed;
 		if (seqs->any[fh.core] && h.seq <= seqs->last[fh.core]) {
 			/* as the Kafka reader does with duplicates: skipped, counted */
 			if (!skipped++) {
@@ -239,7 +240,6 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct con
 			const uint8_t *payload = r.buf + r.start + sizeof(h);
 			struct dump_src src = { .fd = fd, .off = off + sizeof(h) + EVS_TENSOR_FIXED_BYTES };
 
-			failed = w->failed;
 			seqs->any[fh.core] = true;
 			seqs->last[fh.core] = h.seq;
 			err = whole ? dump_writer_record(w, fh.core, &h, payload)
@@ -249,10 +249,10 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct con
 		}
 		if ((err = raw_window_skip(&r, len))) {
 			status_clear(cs);
-			fprintf(stderr, "evs-dump: %s: seeking to offset %" PRIu64 ": %s\n", path, off + len,
-				strerror(-err));
+			fprintf(stderr, "evs-dump: %s: seeking to offset %" PRIu64 ": %s; the records after it "
+				"are not converted\n", path, off + len, strerror(-err));
 			err = 0;
-			cut = true;
+			unread = true;
 			break;
 		}
 		off += len;
@@ -278,10 +278,10 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct con
 			PRIu64 " is at or below %" PRIu64 ", already converted for core %" PRIu32 " (a core's "
 			"records are converted once, in order)\n", path, skipped, skip_seq, skip_off, skip_last,
 			fh.core);
-	if (cut) {
+	if (cut)
 		raw_cut(&r, path, got, size, records);
+	if (cut || unread)
 		goto not_whole;
-	}
 	if (!err && off < size)
 		fprintf(stderr, "evs-dump: %s: %" PRIu64 " bytes at the end are not a whole record (ignored)\n",
 			path, size - off);
