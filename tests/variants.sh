@@ -40,6 +40,25 @@ failed=()
 
 say() { echo "variants: $*"; }
 
+# left_out NAME WHAT FILE...: the build's make said "left out: WHAT" once,
+# and built none of FILE (relative to the build)
+left_out() {
+	local name=$1 what=$2 n f
+	shift 2
+	n=$(grep -cF "left out: $what" "$V/$name/make.log")
+	if [ "$n" -ne 1 ]; then
+		cat "$V/$name/make.log"
+		say "$name: make said what it left out $n times, expected once"
+		return 1
+	fi
+	for f in "$@"; do
+		if [ -e "$V/$name/$f" ]; then
+			say "$name: $f was built"
+			return 1
+		fi
+	done
+}
+
 # build NAME MAKE-ARGS...: make in $V/NAME, the log kept there
 build() {
 	local name=$1; shift
@@ -115,19 +134,9 @@ v_nosdt() {
 }
 
 v_nobpf() {
-	local n
 	build nobpf BPF_CLANG=/nonexistent/clang || return 1
-	n=$(grep -c 'left out: eBPF drop accounting (missing clang)' "$V/nobpf/make.log")
-	if [ "$n" -ne 1 ]; then
-		cat "$V/nobpf/make.log"
-		say "nobpf: make said what it left out $n times, expected once"
-		return 1
-	fi
+	left_out nobpf 'eBPF drop accounting (missing clang)' evs-drops evs-bench-drops || return 1
 	grep 'left out' "$V/nobpf/make.log"
-	if [ -e "$V/nobpf/evs-drops" ] || [ -e "$V/nobpf/evs-bench-drops" ]; then
-		say "nobpf: the eBPF tools were built"
-		return 1
-	fi
 	"$V/nobpf/tests/test_bpf" >"$V/nobpf/test_bpf.log" 2>&1
 	if ! grep -q '^SKIP.*eBPF drop accounting not built' "$V/nobpf/test_bpf.log"; then
 		cat "$V/nobpf/test_bpf.log"
@@ -175,16 +184,7 @@ v_oldefd() {
 v_nokafka() {
 	local b=$V/nokafka n out
 	build nokafka KAFKA_OK= || return 1
-	n=$(grep -c 'left out: Kafka tools (librdkafka-dev missing)' "$b/make.log")
-	if [ "$n" -ne 1 ]; then
-		cat "$b/make.log"
-		say "nokafka: make said what it left out $n times, expected once"
-		return 1
-	fi
-	if [ -e "$b/evs-forward" ]; then
-		say "nokafka: evs-forward was built"
-		return 1
-	fi
+	left_out nokafka 'Kafka tools (librdkafka-dev missing)' evs-forward || return 1
 	out=$("$b/evs-dump" --kafka localhost:1 --topic t 2>&1); n=$?
 	if [ "$n" -ne 2 ] || ! grep -q 'built without Kafka' <<<"$out"; then
 		say "nokafka: evs-dump --kafka exited $n: $out"
@@ -207,18 +207,9 @@ v_nokafka() {
 }
 
 v_nopyext() {
-	local b=$V/nopyext n impl
+	local b=$V/nopyext impl
 	build nopyext PY_DEV= || return 1
-	n=$(grep -c 'left out: the Python extension' "$b/make.log")
-	if [ "$n" -ne 1 ]; then
-		cat "$b/make.log"
-		say "nopyext: make said what it left out $n times, expected once"
-		return 1
-	fi
-	if [ -e "$b/python/evstream/_native.abi3.so" ]; then
-		say "nopyext: the extension was built"
-		return 1
-	fi
+	left_out nopyext 'the Python extension' python/evstream/_native.abi3.so || return 1
 	impl=$(env -u EVSTREAM_PY_IMPL PYTHONPATH="$b/python" EVSTREAM_LIBRARY="$b/libevstream.so.1" \
 		/usr/bin/python3 -c 'import evstream; print(evstream.implementation)') || return 1
 	if [ "$impl" != fallback ]; then
