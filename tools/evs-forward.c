@@ -55,8 +55,6 @@ enum lost_cause {
 };
 static const char *const lost_names[LOST_COUNT] = { "timeout", "too_large", "shutdown", "fatal", "error" };
 
-struct fwd;
-
 /* A record that travels as several messages (chunks); tracked until each
  * chunk queued has its delivery report. */
 struct chunked {
@@ -70,7 +68,6 @@ struct chunked {
 
 /* A core's forwarding; its stream is the follow_stream of the same index. */
 struct fcore {
-	struct fwd *f;
 	struct follow_stream *st;
 	char key[KMSG_KEY_MAX];
 	size_t keylen;
@@ -686,7 +683,7 @@ static int add_core(void *ctx, struct follow_stream *st)
 	struct evs_stream_stats stats = { .sz = sizeof(stats) };
 	int len;
 
-	*s = (struct fcore){ .f = f, .st = st };
+	*s = (struct fcore){ .st = st };
 	/* by an earlier consumer: committed = released0 + taken + left */
 	if (!evs_consumer__stats(st->c, &stats))
 		s->released0 = stats.released;
