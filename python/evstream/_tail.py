@@ -94,10 +94,16 @@ class View:
         now = st.dropped_events
         before = self.drops.get(core)
         self.drops[core] = now
-        if before is None or now == before:
+        total = ", ".join("%s %d" % (c, n) for c, n in now.items() if n)
+        if before is None:
+            # counted before tail could look (a burst can land between the
+            # producer's accepting the consumer and connect() returning)
+            if total:
+                self.line("c%-3d -- drops when tail connected: %s" % (core, total))
+            return
+        if now == before:
             return
         inc = ", ".join("%s +%d" % (c, now[c] - before[c]) for c in now if now[c] != before[c])
-        total = ", ".join("%s %d" % (c, n) for c, n in now.items() if n)
         self.line("c%-3d -- drops: %s (so far: %s)" % (core, inc, total))
 
     def line(self, text):
