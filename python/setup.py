@@ -95,7 +95,7 @@ ext = Extension(
     "evstream._native",
     sources=sorted(os.path.join("src", f) for f in os.listdir(os.path.join(HERE, "src"))
                    if f.endswith(".c")),
-    depends=[os.path.join("src", "evspy.h")],
+    depends=[os.path.join("src", f) for f in ("evspy.h", "lease.h")],
     include_dirs=[INCLUDE] if INCLUDE else [],
     library_dirs=[LIBDIR] if LIBDIR else [],
     runtime_library_dirs=[os.path.abspath(LIBDIR)] if LIBDIR else [],

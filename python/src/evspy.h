@@ -179,19 +179,20 @@ static inline int evspy_positional(PyObject *const *args, Py_ssize_t nargs, PyOb
 int evspy_parse_call(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *fmt,
 		     char **kwlist, ...);
 
+/* event.c */
+int evspy_event_types(PyObject *m);
+PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_t ticket);
+void evspy_event_end(EventObject *ev);
+/* Give the kept memory of dropped Events back (the module's end). */
+void evspy_event_spares_free(void);
+
 /* stream.c */
 int evspy_stream_types(PyObject *m);
 int evspy_parse_core(PyObject *o, unsigned int *core);
 PyObject *evspy_connect(PyObject *self, PyObject *args, PyObject *kw);
 StreamObject *evspy_stream_open(PyObject *producer, unsigned int core, double timeout,
 				PyObject *runtime_dir);
-int evspy_stream_take(StreamObject *s, struct evs_record *rec, uint64_t *ticket);
-PyObject *evspy_event_new(StreamObject *s, const struct evs_record *rec, uint64_t ticket);
-void evspy_event_end(EventObject *ev);
-/* Give the kept memory of dropped Events back (the module's end). */
-void evspy_event_spares_free(void);
 void evspy_stream_shut(StreamObject *s);
-int evspy_stream_prepare_wait(StreamObject *s);
 
 /* producer.c */
 int evspy_producer_types(PyObject *m);

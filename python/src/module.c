@@ -186,7 +186,7 @@ static PyMethodDef mod_methods[] = {
 
 static int mod_exec(PyObject *m)
 {
-	if (evspy_stream_types(m) || evspy_producer_types(m) || evspy_subscription_types(m))
+	if (evspy_event_types(m) || evspy_stream_types(m) || evspy_producer_types(m) || evspy_subscription_types(m))
 		return -1;
 	if (PyModule_AddIntConstant(m, "MAX_HELD", EVSPY_WINDOW) ||
 	    PyModule_AddIntConstant(m, "HAVE_PEEK_NEXT", EVSPY_HAVE_PEEK_NEXT) ||

@@ -26,6 +26,7 @@
 #include <sys/eventfd.h>
 
 #include "evspy.h"
+#include "lease.h"
 
 PyTypeObject *evspy_subscription_type;
 
@@ -264,14 +265,14 @@ static void *sub_main(void *arg)
 	while (!sub_stopping(s)) {
 		struct evs_record rec;
 		uint64_t ticket;
-		int r = evspy_stream_take(s->stream, &rec, &ticket);
+		int r = evspy_lease_take(s->stream, &rec, &ticket);
 
 		if (r == 0) {
 			PyEval_RestoreThread(ts);
 			sub_deliver(s, &rec, ticket);
 			ts = PyEval_SaveThread();
 		} else if (r == -EAGAIN) {
-			r = evspy_stream_prepare_wait(s->stream);
+			r = evspy_lease_prepare_wait(s->stream);
 			if (r == 0)
 				sub_poll(s, -1, true);
 			else if (r != -EAGAIN && r != -EPIPE) {
