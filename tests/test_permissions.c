@@ -636,11 +636,15 @@ START_TEST(test_consumer_refuses_runtime_directory_writable_by_others)
 END_TEST
 
 /* A root producer does not follow a link planted in place of its
- * directory, though it leads to a directory of root's. */
+ * directory, though it leads to a directory of root's: not either when
+ * the link is named with a slash or "/." after it, which would make the
+ * kernel follow it (then it truncated and unlinked files of root's there:
+ * a lock file of its name, and anything not a socket at its socket's). */
 START_TEST(test_producer_refuses_runtime_directory_that_is_a_symlink)
 {
+	static const char *const spelled[] = { "", "/", "//", "/.", "/./", "/.//." };
 	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
-	char base[64], target[96], link[96], sock[192];
+	char base[64], target[96], link[96], as_named[112], sock[192], lock[192];
 	const char *name = evs_test_name("plink");
 	struct evs_producer *p;
 	struct stat st;
@@ -650,17 +654,46 @@ START_TEST(test_producer_refuses_runtime_directory_that_is_a_symlink)
 	snprintf(target, sizeof(target), "%s/elsewhere", base);
 	snprintf(link, sizeof(link), "%s/evstream", base);
 	snprintf(sock, sizeof(sock), "%s/%s.sock", target, name);
+	snprintf(lock, sizeof(lock), "%s/%s.lock", target, name);
 	ck_assert_int_eq(mkdir(target, 0700), 0);
 	ck_assert_int_eq(symlink(target, link), 0);
 	ck_assert_int_eq(lchown(link, NOBODY, NOBODY), 0);
-	o.runtime_dir = link;
-	p = evs_producer__new(name, 1, &o);
-	ck_assert_msg(!p, "the producer followed the planted link");
-	ck_assert_int_eq(errno, EPERM);
-	ck_assert_msg(strstr(evs_errmsg(), "is a symbolic link"), "message: %s", evs_errmsg());
-	ck_assert_int_ne(stat(sock, &st), 0);
-	printf("refused: %s\n", evs_errmsg());
+	for (size_t i = 0; i < sizeof(spelled) / sizeof(spelled[0]); i++) {
+		int fd = open(lock, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, "root's", 6), 6);
+		close(fd);
+		snprintf(as_named, sizeof(as_named), "%s%s", link, spelled[i]);
+		o.runtime_dir = as_named;
+		p = evs_producer__new(name, 1, &o);
+		ck_assert_msg(!p, "the producer followed the planted link named '%s'", as_named);
+		ck_assert_int_eq(errno, EPERM);
+		ck_assert_msg(strstr(evs_errmsg(), "is a symbolic link"), "'%s': %s", as_named,
+			      evs_errmsg());
+		ck_assert_int_ne(stat(sock, &st), 0);
+		ck_assert_msg(stat(lock, &st) == 0 && st.st_size == 6,
+			      "'%s': root's file %s was truncated or removed", as_named, lock);
+		printf("refused: %s\n", evs_errmsg());
+	}
 	scratch_remove(base);
+}
+END_TEST
+
+/* A consumer given a link to a directory of its own, with a slash after
+ * it, refuses the link as it does without the slash. */
+START_TEST(test_consumer_refuses_symlink_named_with_a_slash)
+{
+	struct perm t;
+	char link[160], as_named[176];
+
+	perm_open(&t, "cslash", false);
+	snprintf(link, sizeof(link), "%s.link", t.dir);
+	ck_assert_int_eq(symlink(t.dir, link), 0);
+	snprintf(as_named, sizeof(as_named), "%s/", link);
+	assert_refused(t.name, as_named, "is a symbolic link");
+	unlink(link);
+	perm_close(&t);
 }
 END_TEST
 
@@ -777,6 +810,7 @@ int main(void)
 	tcase_add_test(tc, test_consumer_refuses_socket_file_of_another_uid);
 	tcase_add_test(tc, test_consumer_refuses_runtime_directory_writable_by_others);
 	tcase_add_test(tc, test_producer_refuses_runtime_directory_that_is_a_symlink);
+	tcase_add_test(tc, test_consumer_refuses_symlink_named_with_a_slash);
 	tcase_add_test(tc, test_producer_refuses_group_writable_runtime_directory);
 	tcase_add_test(tc, test_group_member_reaches_another_uids_producer_in_its_directory);
 	suite_add_tcase(s, tc);

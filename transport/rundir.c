@@ -44,6 +44,24 @@ static bool in_our_groups(gid_t gid)
 	return found;
 }
 
+/* "dir/", "dir//" and "dir/." name dir but make the kernel follow a link
+ * there (path resolution follows a link that is not the last component):
+ * they are cut back to "dir", whose link O_NOFOLLOW then refuses. */
+static void rundir_trim(char *path)
+{
+	size_t n = strlen(path);
+
+	for (;;) {
+		if (n > 1 && path[n - 1] == '/')
+			n--;
+		else if (n > 2 && path[n - 1] == '.' && path[n - 2] == '/')
+			n -= 2;
+		else
+			break;
+		path[n] = '\0';
+	}
+}
+
 /* Opens d->path without following a link at its end (a link planted in a
  * shared directory such as /tmp could lead anywhere) and stats it. On
  * failure d->fd is -1: callers test that, so that *st is only ever read
@@ -92,6 +110,7 @@ int evs_rundir_make(struct evs_rundir *d, const char *opt_dir, bool group, gid_t
 	err = evs_runtime_dir(opt_dir, d->path, sizeof(d->path));
 	if (err)
 		return err;
+	rundir_trim(d->path);
 	/* mkdir() does not follow a link at the end of the path: a planted one
 	 * leaves it at EEXIST and is refused when opened */
 	if (mkdir(d->path, group ? 0750 : 0700) < 0 && errno != EEXIST)
@@ -135,6 +154,7 @@ int evs_rundir_open(struct evs_rundir *d, const char *opt_dir, const char *name)
 	err = evs_runtime_dir(opt_dir, d->path, sizeof(d->path));
 	if (err)
 		return err;
+	rundir_trim(d->path);
 	err = rundir_open_nofollow(d, &st);
 	if (d->fd < 0 && err == -ENOENT)
 		return evs_fail(ENOENT, "no producer named '%s' (runtime directory '%s' does not exist)",
