@@ -574,6 +574,73 @@ START_TEST(test_ring_long_deferred_burst_stays_in_order)
 }
 END_TEST
 
+/* Deferred records that fill the ring are published by the drop of the
+ * next record, reserve's or emit's (each cause): the consumer sees them,
+ * frees their room, and the producer's next record is taken. Before, only
+ * a record taken published them, so a producer that dropped instead of
+ * reaching its publish() left the stream stalled for good. */
+static int deferred_fill(struct evs_producer *p)
+{
+	int n = 0;
+
+	while (evs_producer__reserve(p, 0, 1, 64)) {
+		ck_assert_int_eq(evs_producer__commit_deferred(p, 0), 0);
+		n++;
+	}
+	ck_assert_int_eq(errno, ENOBUFS);
+	return n;
+}
+
+static void assert_reads(struct evs_consumer *c, int n, const char *after)
+{
+	struct evs_record rec;
+	int got = 0;
+
+	while (evs_consumer__peek(c, &rec) == 0) {
+		got++;
+		evs_consumer__release(c);
+	}
+	ck_assert_msg(got == n, "after %s the consumer saw %d of %d deferred records", after, got, n);
+}
+
+START_TEST(test_ring_drop_publishes_deferred_records)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
+	static char big[8192];
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	int n;
+
+	pair_open(&o, &p, &c);
+	/* the ring filled by deferred records; reserve's drop publishes */
+	n = deferred_fill(p);
+	ck_assert_int_gt(n, 1);
+	assert_reads(c, n, "a dropped reserve");
+	ck_assert_int_eq(evs_producer__emit(p, 0, 2, "x", 1), 0);
+	assert_reads(c, 1, "an emit into the room they freed");
+
+	/* filled again: an emit dropped as ring_full publishes */
+	ck_assert_ptr_nonnull(evs_producer__reserve(p, 0, 1, 64));
+	ck_assert_int_eq(evs_producer__commit_deferred(p, 0), 0);
+	n = 1 + deferred_fill(p);
+	ck_assert_int_eq(evs_producer__emit(p, 0, 2, "x", 1), -ENOBUFS);
+	assert_reads(c, n, "an emit dropped as ring_full");
+
+	/* one deferred record, then an emit too big for the ring */
+	ck_assert_ptr_nonnull(evs_producer__reserve(p, 0, 1, 8));
+	ck_assert_int_eq(evs_producer__commit_deferred(p, 0), 0);
+	ck_assert_int_eq(evs_producer__emit(p, 0, 2, big, sizeof(big)), -EMSGSIZE);
+	assert_reads(c, 1, "an emit dropped as too_big");
+
+	ck_assert_int_eq(evs_producer__stats(p, 0, &st), 0);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_TOO_BIG], 1);
+	ck_assert_uint_eq(st.dropped_events[EVS_DROP_RING_FULL], 3);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
 /* no_timestamps: no clock at all, timestamp_ns 0. */
 START_TEST(test_ring_no_timestamps_leaves_zero)
 {
@@ -924,20 +991,27 @@ START_TEST(test_ring_deferred_commit_publishes_in_order)
 	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
 	ck_assert_uint_eq(rec.hdr.seq, 4);
 	evs_consumer__release(r.c);
-	/* freeing the producer publishes what was deferred; a drop while a
-	 * record waits (it takes seq 6) leaves the counts adding up */
+	/* a drop while a record waits publishes it (the drop takes seq 6)
+	 * and leaves the counts adding up; freeing the producer publishes
+	 * what was deferred after it */
 	ck_assert_ptr_nonnull(evs_producer__reserve(r.p, 0, 1, 8));
 	evs_producer__commit_deferred(r.p, 0);
 	ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, &st, 1ull << 40), -EMSGSIZE);
 	st = stats_of(&r);
-	ck_assert_uint_eq(st.committed, 5);
+	ck_assert_uint_eq(st.committed, 6);
 	ck_assert_uint_eq(st.dropped, 1);
 	ck_assert_uint_eq(st.produced, st.committed + st.dropped);
 	ck_assert_int_eq(evs_consumer__stats(r.c, &st), 0);
 	ck_assert_uint_eq(st.produced, st.committed + st.dropped);
-	evs_producer__free(r.p);
+	ck_assert_ptr_nonnull(evs_producer__reserve(r.p, 0, 1, 8));
+	evs_producer__commit_deferred(r.p, 0);
 	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
 	ck_assert_uint_eq(rec.hdr.seq, 5);
+	evs_consumer__release(r.c);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), -EAGAIN);
+	evs_producer__free(r.p);
+	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.seq, 7);
 	evs_consumer__release(r.c);
 	ck_assert_int_eq(evs_consumer__peek(r.c, &rec), -EPIPE);
 	evs_consumer__free(r.c);
@@ -1050,6 +1124,7 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_timestamps_follow_clock_monotonic, 0, 2);
 	tcase_add_loop_test(tc, test_ring_deferred_records_take_the_publication_time, 0, 2);
 	tcase_add_test(tc, test_ring_long_deferred_burst_stays_in_order);
+	tcase_add_test(tc, test_ring_drop_publishes_deferred_records);
 	tcase_add_test(tc, test_ring_no_timestamps_leaves_zero);
 	tcase_add_loop_test(tc, test_ring_discard_publishes_nothing, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_drops_when_no_consumer, 0, EVS_MODES);

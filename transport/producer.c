@@ -233,10 +233,22 @@ static __attribute__((noinline)) void *stream_open_after_drops(struct evs_stream
 	return stream_open(s, type, size);
 }
 
+/* Drop the new record; deferred records not yet published are published
+ * first. They may be what fills the ring, and the consumer frees no room
+ * it cannot see: a producer that keeps dropping instead of reaching its
+ * publish() would otherwise stall the stream for good. */
+static __attribute__((noinline)) int stream_drop(struct evs_stream *s, uint64_t size, int cause)
+{
+	/* relaxed: our own store, read back */
+	if (unlikely(READ_ONCE(&s->prod->prod_pos) != s->prod_pos))
+		evs_stream_publish(s);
+	return evs_stream_drop(s, size, cause);
+}
+
 static __attribute__((noinline)) void *stream_reserve_drop(struct evs_stream *s, uint64_t size,
 							   int cause)
 {
-	errno = -evs_stream_drop(s, size, cause);
+	errno = -stream_drop(s, size, cause);
 	return NULL;
 }
 
@@ -469,7 +481,7 @@ static __attribute__((noinline)) int stream_emit_full(struct evs_stream *s, uint
 	int cause = stream_make_room(s, evs_record_len(size));
 
 	if (cause >= 0)
-		return evs_stream_drop(s, size, cause);
+		return stream_drop(s, size, cause);
 	return stream_write(s, type, data, size);
 }
 
@@ -487,13 +499,13 @@ EVS_API int evs_producer__emit(struct evs_producer *p, unsigned int core, uint32
 	case ADMIT_BUSY:
 		return refuse_busy(s);
 	case ADMIT_NO_CONSUMER:
-		return evs_stream_drop(s, size, EVS_DROP_NO_CONSUMER);
+		return stream_drop(s, size, EVS_DROP_NO_CONSUMER);
 	case ADMIT_TOO_BIG:
-		return evs_stream_drop(s, size, EVS_DROP_TOO_BIG);
+		return stream_drop(s, size, EVS_DROP_TOO_BIG);
 	case ADMIT_LOOK_AGAIN:
 		return stream_emit_full(s, type, data, size);
 	case ADMIT_STILL_FULL:
-		return evs_stream_drop(s, size, EVS_DROP_RING_FULL);
+		return stream_drop(s, size, EVS_DROP_RING_FULL);
 	}
 	__builtin_unreachable();
 }

@@ -154,9 +154,12 @@ EVS_API int evs_producer__discard(struct evs_producer *p, unsigned int core);
  * stream visible at once, in order. A burst of small records then costs one
  * publication (one cache-line transfer to the consumer, one wake check)
  * instead of one each. Records are also published by the next commit() or
- * emit(), and when the producer is freed. Until then the consumer neither
- * sees them nor is woken for them. Their timestamp is the time of that
- * publication: one clock read for the burst (for at most 64 records).
+ * emit(), by a reserve() or emit() that drops its record (deferred records
+ * that filled the ring are then seen, and their room comes back), and when
+ * the producer is freed. Until then the consumer neither sees them nor is
+ * woken for them. Their timestamp is the time of that publication: one
+ * clock read for the burst; past 64 records, each 64 take the time of the
+ * commit after them.
  */
 EVS_API int evs_producer__commit_deferred(struct evs_producer *p, unsigned int core);
 EVS_API int evs_producer__publish(struct evs_producer *p, unsigned int core);
