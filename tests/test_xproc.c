@@ -379,7 +379,8 @@ START_TEST(test_xproc_consumer_hangup_then_reconnect)
 END_TEST
 
 /* The producer process is killed with records in the ring: the consumer
- * still reads every committed record, then learns the producer is gone. */
+ * still reads every committed record, then learns the producer is gone;
+ * its stats tell a death from a close as soon as the process is gone. */
 struct dying_producer {
 	const char *name;
 	bool crash;
@@ -416,6 +417,10 @@ static void producer_dies(bool crash)
 	sync_read(to_parent[0]); /* 500 records are in the ring */
 	sync_write(from_parent[1]);
 	ck_assert_int_eq(exit_code(pid), crash ? 1000 + SIGKILL : 0);
+	/* the stats say it at once, before any read or wait looked */
+	ck_assert_int_eq(evs_consumer__stats(c, &st), 0);
+	ck_assert_uint_eq(st.producer_closed, !crash);
+	ck_assert_uint_eq(st.producer_died, crash);
 	ck_assert_int_eq(read_n(c, 0, 500), 0);
 	ck_assert_int_eq(evs_consumer__wait(c, -1), -EPIPE);
 	ck_assert_int_eq(evs_consumer__peek(c, &rec), -EPIPE);

@@ -52,11 +52,16 @@ static __attribute__((cold, noinline)) int consumer_refuse(const char *call, con
 
 /* A producer in another process that died cannot say so in shared memory:
  * its end of the socket hangs up. One poll, no waiting. */
-static bool producer_hung_up(struct evs_consumer *c)
+static bool socket_hung_up(const struct evs_consumer *c)
 {
 	struct pollfd pfd = { .fd = c->sock, .events = POLLIN };
 
-	if (c->sock >= 0 && !c->gone && poll(&pfd, 1, 0) == 1)
+	return c->sock >= 0 && poll(&pfd, 1, 0) == 1;
+}
+
+static bool producer_hung_up(struct evs_consumer *c)
+{
+	if (!c->gone && socket_hung_up(c))
 		c->gone = true;
 	return c->gone;
 }
@@ -673,8 +678,10 @@ EVS_API int evs_consumer__stats(const struct evs_consumer *c, struct evs_stream_
 	evs_stats_from_shm(c->prod, c->cons, &full);
 	full.released = c->released;
 	full.connected = 1;
-	/* gone: the socket hung up; without CLOSED that is a death */
-	full.producer_died = c->gone && !full.producer_closed;
+	/* gone: the socket hung up; without CLOSED that is a death. Looked
+	 * at here, not left to the next empty peek's turn to look: stats are
+	 * read to find out */
+	full.producer_died = (c->gone || socket_hung_up(c)) && !full.producer_closed;
 	evs_stats_copy_out(st, &full);
 	return 0;
 }
