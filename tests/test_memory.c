@@ -217,8 +217,9 @@ static void small_address_space(void)
 	if (setrlimit(RLIMIT_AS, &rl))
 		_exit(3);
 	p = evs_producer__new(NULL, 4, &o);
+	/* the size came from an option: the advice names the options too */
 	if (p || errno != ENOMEM || !strstr(evs_errmsg(), "RLIMIT_AS") ||
-	    !strstr(evs_errmsg(), "4 rings")) {
+	    !strstr(evs_errmsg(), "4 rings") || !strstr(evs_errmsg(), "the options ring_bytes")) {
 		printf("child: producer %p, errno %d: %s\n", (void *)p, errno, evs_errmsg());
 		_exit(4);
 	}

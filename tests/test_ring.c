@@ -799,6 +799,31 @@ START_TEST(test_ring_peek_next_holds_records_until_released)
 }
 END_TEST
 
+/* The window: EVS_CONSUMER_MAX_HELD records held, the next peek_next is
+ * -ENOBUFS and says why in evs_errmsg(); releasing the oldest makes room. */
+START_TEST(test_ring_peek_next_window_full_says_why)
+{
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 8 << 20, .hugepages = EVS_HUGEPAGES_OFF,
+		 .max_events = EVS_CONSUMER_MAX_HELD + 16);
+	struct evs_producer *p;
+	struct evs_consumer *c;
+	struct evs_record rec;
+
+	pair_open(&o, &p, &c);
+	for (int i = 0; i < EVS_CONSUMER_MAX_HELD + 1; i++)
+		ck_assert_int_eq(evs_producer__emit(p, 0, 1, NULL, 0), 0);
+	for (int i = 0; i < EVS_CONSUMER_MAX_HELD; i++)
+		ck_assert_int_eq(evs_consumer__peek_next(c, &rec), 0);
+	ck_assert_int_eq(evs_consumer__peek_next(c, &rec), -ENOBUFS);
+	ck_assert_msg(strstr(evs_errmsg(), "65536 records are held"), "message: '%s'", evs_errmsg());
+	ck_assert_int_eq(evs_consumer__release(c), 0);
+	ck_assert_int_eq(evs_consumer__peek_next(c, &rec), 0);
+	ck_assert_uint_eq(rec.hdr.seq, EVS_CONSUMER_MAX_HELD);
+	evs_consumer__free(c);
+	evs_producer__free(p);
+}
+END_TEST
+
 /* Held records past the first lengths ring (64 entries) move when it
  * grows; an empty ring beyond the held ones says -EAGAIN. */
 START_TEST(test_ring_peek_next_holds_many)
@@ -1130,6 +1155,7 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_drops_when_no_consumer, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_consume_batch_in_order, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_peek_next_holds_records_until_released, 0, EVS_MODES);
+	tcase_add_test(tc, test_ring_peek_next_window_full_says_why);
 	tcase_add_test(tc, test_ring_peek_next_holds_many);
 	tcase_add_loop_test(tc, test_ring_tensor_gathers_strided_view, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_tensor_scalar_empty_and_print, 0, EVS_MODES);

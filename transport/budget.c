@@ -20,6 +20,11 @@
 #include "layout.h"
 #include "shm.h"
 
+/* where a ring's size comes from, for the advice of a refusal */
+#define RING_SIZE_SOURCES \
+	"the options ring_bytes or max_events, or EVSTREAM_RING_BYTES or " \
+	"NEURON_RT_DEBUG_STREAM_BUFFER_SIZE"
+
 /* Bytes as MiB, for the sentences. */
 static double mib(uint64_t bytes)
 {
@@ -183,7 +188,7 @@ int evs_budget_check(const struct evs_config *cfg, unsigned int ncores, bool *hu
 		free_huge = hugepages_free();
 		*hugetlb = free_huge >= need;
 		if (!*hugetlb && cfg->hugepages == EVS_HUGEPAGES_ON)
-			return evs_fail(ENOSPC, "EVSTREAM_HUGEPAGES=on but %u rings of %.1f MiB need %lld "
+			return evs_fail(ENOSPC, "huge pages required (hugepages on: the option or EVSTREAM_HUGEPAGES) but %u rings of %.1f MiB need %lld "
 					"huge pages of 2 MiB and %lld are free: reserve more in "
 					"/proc/sys/vm/nr_hugepages or use auto/off", ncores,
 					mib(huge_ring), need, free_huge);
@@ -199,9 +204,8 @@ int evs_budget_check(const struct evs_config *cfg, unsigned int ncores, bool *hu
 
 		if (used + vm_total > rl.rlim_cur)
 			return evs_fail(ENOMEM, "%u rings of %.1f MiB need %.1f MiB of address space "
-					"(each is mapped twice) and RLIMIT_AS leaves %.1f MiB: lower "
-					"EVSTREAM_RING_BYTES or NEURON_RT_DEBUG_STREAM_BUFFER_SIZE, or "
-					"raise ulimit -v", ncores, mib(ring), mib(vm_total),
+					"(each is mapped twice) and RLIMIT_AS leaves %.1f MiB: lower the "
+					"ring size (" RING_SIZE_SOURCES "), or raise ulimit -v", ncores, mib(ring), mib(vm_total),
 					mib(rl.rlim_cur > used ? rl.rlim_cur - used : 0));
 	}
 	/* huge pages come from their own pool, checked above */
@@ -209,14 +213,14 @@ int evs_budget_check(const struct evs_config *cfg, unsigned int ncores, bool *hu
 		return 0;
 	if (cgroup_room(&cg) && total > cg.room)
 		return evs_fail(ENOMEM, "%u rings of %.1f MiB (%.1f MiB) do not fit this process's "
-				"memory cgroup: its limit is %.1f MiB (%s) and %.1f MiB are in use; lower "
-				"EVSTREAM_RING_BYTES or NEURON_RT_DEBUG_STREAM_BUFFER_SIZE, or the cores",
+				"memory cgroup: its limit is %.1f MiB (%s) and %.1f MiB are in use; lower the "
+				"ring size (" RING_SIZE_SOURCES ") or the cores",
 				ncores, mib(ring), mib(total), mib(cg.limit), cg.where, mib(cg.usage));
 	avail_kb = proc_value("/proc/meminfo", "MemAvailable");
 	if (avail_kb > 0 && total > (uint64_t)avail_kb * 1024)
 		return evs_fail(ENOMEM, "%u rings of %.1f MiB (%.1f MiB) are more than the %.1f MiB "
-				"of memory available (MemAvailable in /proc/meminfo); lower "
-				"EVSTREAM_RING_BYTES or NEURON_RT_DEBUG_STREAM_BUFFER_SIZE, or the cores",
+				"of memory available (MemAvailable in /proc/meminfo); lower the "
+				"ring size (" RING_SIZE_SOURCES ") or the cores",
 				ncores, mib(ring), mib(total), (double)avail_kb / 1024.0);
 	return 0;
 }

@@ -50,6 +50,13 @@ static __attribute__((cold, noinline)) int consumer_refuse(const char *call, con
 	return evs_fail(EINVAL, "%s: %s", call, why);
 }
 
+/* peek_next with the most records held that a consumer may hold */
+static __attribute__((cold, noinline)) int consumer_window_full(void)
+{
+	return evs_fail(ENOBUFS, "peek_next: %d records are held already, the most a consumer may "
+			"hold (EVS_CONSUMER_MAX_HELD): release the oldest first", EVS_CONSUMER_MAX_HELD);
+}
+
 /* A producer in another process that died cannot say so in shared memory:
  * its end of the socket hangs up. One poll, no waiting. */
 static bool socket_hung_up(const struct evs_consumer *c)
@@ -333,7 +340,7 @@ EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *r
 	if (!c->held)
 		return evs_consumer__peek(c, rec);
 	if (c->held >= EVS_CONSUMER_MAX_HELD)
-		return -ENOBUFS;
+		return consumer_window_full();
 	if (c->held == 1) {
 		/* the second held record: from here on read_pos is kept */
 		c->read_pos = consumer_read_pos(c);

@@ -65,8 +65,8 @@ struct evs_tensor_ext {
  * tensor bytes in C order. A strided view is gathered straight into the
  * ring. Without a dtype it is a device print: the prefix with an empty
  * dtype and no data, as the reference lays prints out. Returns as
- * evs_producer__emit(); -EINVAL names nothing in evs_errmsg() for speed:
- * the rules are those of evs_tensor_parse() below.
+ * evs_producer__emit(); a tensor it refuses (-EINVAL, -ERANGE) is named in
+ * evs_errmsg() with the rule it breaks, those of evs_tensor_parse() below.
  */
 EVS_API int evs_producer__emit_tensor(struct evs_producer *p, unsigned int core,
 				      const struct evs_tensor *t);
