@@ -697,6 +697,42 @@ START_TEST(test_consumer_refuses_symlink_named_with_a_slash)
 }
 END_TEST
 
+/* Something other than a socket where a producer's socket goes, in its
+ * own directory: a directory, a regular file, a FIFO, a link that leads
+ * nowhere. The producer is refused saying what is there, and leaves it:
+ * it once removed a file there as a dead producer's socket, and was
+ * refused by bind() with "Address already in use" for the others. */
+START_TEST(test_producer_leaves_what_is_not_a_socket_in_its_place)
+{
+	static const char *const kinds[] = { "a directory", "a regular file", "a FIFO",
+					     "a symbolic link" };
+	EVS_OPTS(evs_producer_opts, o, .ring_bytes = 4096, .hugepages = EVS_HUGEPAGES_OFF);
+	const char *name = evs_test_name("notsock");
+	char base[64], sock[160], why[64];
+	struct stat st;
+
+	scratch(base, sizeof(base), "notsock");
+	ck_assert_int_eq(chmod(base, 0700), 0);
+	snprintf(sock, sizeof(sock), "%s/%s.sock", base, name);
+	o.runtime_dir = base;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		int made = i == 0 ? mkdir(sock, 0700) :
+			   i == 1 ? close(open(sock, O_CREAT | O_WRONLY | O_CLOEXEC, 0600)) :
+			   i == 2 ? mkfifo(sock, 0600) : symlink("/nonexistent/evs.sock", sock);
+
+		ck_assert_int_eq(made, 0);
+		ck_assert_ptr_null(evs_producer__new(name, 1, &o));
+		ck_assert_int_eq(errno, EADDRINUSE);
+		snprintf(why, sizeof(why), "is %s, not a producer's socket", kinds[i]);
+		ck_assert_msg(strstr(evs_errmsg(), why), "message: %s", evs_errmsg());
+		ck_assert_msg(lstat(sock, &st) == 0, "%s at the socket's place was removed", kinds[i]);
+		ck_assert_int_eq(i == 0 ? rmdir(sock) : unlink(sock), 0);
+		printf("refused: %s\n", evs_errmsg());
+	}
+	scratch_remove(base);
+}
+END_TEST
+
 /* A directory group members could write is not a place for a socket. */
 START_TEST(test_producer_refuses_group_writable_runtime_directory)
 {
@@ -811,6 +847,7 @@ int main(void)
 	tcase_add_test(tc, test_consumer_refuses_runtime_directory_writable_by_others);
 	tcase_add_test(tc, test_producer_refuses_runtime_directory_that_is_a_symlink);
 	tcase_add_test(tc, test_consumer_refuses_symlink_named_with_a_slash);
+	tcase_add_test(tc, test_producer_leaves_what_is_not_a_socket_in_its_place);
 	tcase_add_test(tc, test_producer_refuses_group_writable_runtime_directory);
 	tcase_add_test(tc, test_group_member_reaches_another_uids_producer_in_its_directory);
 	suite_add_tcase(s, tc);

@@ -128,14 +128,31 @@ err_close:
 	return err;
 }
 
+static const char *file_kind(mode_t mode)
+{
+	return S_ISLNK(mode) ? "a symbolic link" : S_ISDIR(mode) ? "a directory" :
+	       S_ISREG(mode) ? "a regular file" : S_ISFIFO(mode) ? "a FIFO" : "a device or other file";
+}
+
 /* Holding the name: a socket file already there was left by a producer
  * that died, unless something answers on it (a producer of an evstream
- * that took no lock). Never waits: a full listen queue is an answer. */
+ * that took no lock). Never waits: a full listen queue is an answer.
+ * Anything else in its place is not ours to remove (and connect() would
+ * follow a link): refused, saying what it is. */
 static int remove_stale_socket(struct evs_server *srv, const char *name)
 {
 	struct sockaddr_un sa;
+	struct stat st;
 	int fd, err;
 
+	if (fstatat(srv->dir.fd, srv->sock_file, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : evs_fail(errno, "socket %s/%s: %s", srv->dir.path,
+						      srv->sock_file, strerror(errno));
+	if (!S_ISSOCK(st.st_mode))
+		return evs_fail(EADDRINUSE, "%s/%s is %s, not a producer's socket: the place of "
+				"producer '%s' is taken; evstream does not remove it (remove it, or "
+				"name the producer otherwise)", srv->dir.path, srv->sock_file,
+				file_kind(st.st_mode), name);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
