@@ -52,6 +52,8 @@ static const struct env_case env_cases[] = {
 	{ "EVSTREAM_RING_BYTES", "-5", "is not a number" },
 	{ "EVSTREAM_RING_BYTES", "64Q", "is not a number" },
 	{ "EVSTREAM_RING_BYTES", "999T", "EVSTREAM_RING_BYTES=999T is out of range" },
+	{ "EVSTREAM_RING_BYTES", "99999999999999999999", "=99999999999999999999 is out of range" },
+	{ "EVSTREAM_RING_BYTES", "99999999999999999999Q", "is not a number" },
 	{ "EVSTREAM_RING_BYTES", "", "is not a number" },
 	{ "NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", "0", "NEURON_RT_DEBUG_STREAM_BUFFER_SIZE=0 is out of range" },
 	{ "NEURON_RT_DEBUG_STREAM_BUFFER_SIZE", "lots", "is not a number" },

@@ -4,6 +4,7 @@
  * and by the runtime's variables (runtime/env.c). */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "envnum.h"
@@ -15,13 +16,15 @@ static int parse_u64(const char *s, uint64_t *out)
 	unsigned long long v;
 	char *end;
 	int shift = 0;
+	bool too_big;
 
 	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s)
+	if (end == s)
 		return -EINVAL;
+	too_big = errno == ERANGE; /* digits, more than a uint64: said once the rest is read */
 	if (*end) {
 		switch (*end) {
 		case 'k': case 'K': shift = 10; break;
@@ -38,7 +41,7 @@ static int parse_u64(const char *s, uint64_t *out)
 		if (*end)
 			return -EINVAL;
 	}
-	if (shift && v > (ULLONG_MAX >> shift))
+	if (too_big || (shift && v > (ULLONG_MAX >> shift)))
 		return -ERANGE;
 	*out = (uint64_t)v << shift;
 	return 0;
@@ -48,10 +51,14 @@ int evs_env_u64(const char *var, uint64_t min, uint64_t max, const char *what, u
 {
 	const char *s = getenv(var);
 	uint64_t v;
+	int err;
 
 	if (!s)
 		return 0;
-	if (parse_u64(s, &v))
+	err = parse_u64(s, &v);
+	if (err == -ERANGE)
+		v = UINT64_MAX; /* out of range below, as any number too big */
+	else if (err)
 		return evs_fail(EINVAL, "%s='%s' is not a number: allowed is %s from %llu to %llu "
 				"(suffixes K, M, G, T)", var, s, what,
 				(unsigned long long)min, (unsigned long long)max);
