@@ -133,6 +133,37 @@ def test_bfloat16_argument_on_empty_tensors_as_on_others(producer, name):
     s.close()
 
 
+def test_bfloat16_0d_tensors_and_what_bfloat16_to_float32_takes(producer, name):
+    """A 0-d bfloat16 tensor converts (NumPy refused to view its scalar as
+    float32); bfloat16_to_float32 takes uint16 bits and buffers of them,
+    bytes read as host-order uint16 (an int() error before), and refuses
+    other dtypes by name (float32 values gave garbage)."""
+    s = evstream.connect(name, 0)
+    assert producer.emit_tensor(0, "bf", np.array(0x3FC0, np.uint16), dtype="bfloat16")
+    with s.read(5) as ev:
+        a = ev.array(bfloat16="float32")
+        assert (ev.shape, a.shape, a.dtype, float(a)) == ((), (), np.float32, 1.5)
+        assert float(evstream.bfloat16_to_float32(ev.array())) == 1.5
+        assert ev.copy().array(bfloat16="float32").shape == ()
+        assert evstream.bfloat16_to_float32(ev.data).tolist() == [1.5]
+    s.close()
+    bits = np.array([[0x3F80, 0xC020]], np.uint16)
+    want = [[1.0, -2.5]]
+    assert evstream.bfloat16_to_float32(bits).tolist() == want
+    assert evstream.bfloat16_to_float32(bits.astype(">u2")).tolist() == want
+    assert evstream.bfloat16_to_float32(bits.tobytes()).tolist() == want[0]
+    assert evstream.bfloat16_to_float32(bytearray(bits.tobytes())).tolist() == want[0]
+    assert evstream.bfloat16_to_float32(array.array("H", bits.ravel())).tolist() == want[0]
+    for bad, dt in ((np.array([1.0], np.float32), "float32"), (np.array([1], np.int16), "int16"),
+                    (array.array("f", [1.0]), "float32")):
+        with pytest.raises(TypeError, match="bits of dtype %s: allowed is uint16" % dt):
+            evstream.bfloat16_to_float32(bad)
+    with pytest.raises(TypeError, match="bits of type list: allowed is a uint16 array"):
+        evstream.bfloat16_to_float32([0x3F80])
+    with pytest.raises(ValueError, match="bits of 3 bytes: bfloat16 bits are 2 bytes each"):
+        evstream.bfloat16_to_float32(b"abc")
+
+
 def test_shapes_at_the_limits(producer, name):
     s = evstream.connect(name, 0)
     eight = np.zeros((1, 2, 1, 2, 1, 2, 1, 2), np.int8)
