@@ -83,12 +83,37 @@ def _stats(st):
 _index = operator.index
 
 
+def _cstr(s, what):
+    """A str argument as the C string the library reads: its UTF-8. One
+    with a NUL character is refused (ValueError naming what and the value):
+    the library would read it only up to there, another name, prefix or
+    directory than the one given."""
+    b = s.encode()
+    if b"\0" in b:
+        raise ValueError("%s %r: allowed is a str without NUL characters (a C string ends at "
+                         "the first)" % (what, s))
+    return b
+
+
+# the library keeps this many bytes of a prefix (EVS_TENSOR_PREFIX_MAX - 1)
+_PREFIX_MAX = 511
+
+
+def _cut_prefix(b):
+    """A str prefix's UTF-8 longer than the library keeps, cut before the
+    character that would not fit whole (the library cuts at a byte)."""
+    k = _PREFIX_MAX
+    while k > 0 and b[k] & 0xC0 == 0x80:
+        k -= 1  # a continuation byte: its character starts before
+    return b[:k]
+
+
 def _path(runtime_dir):
     if runtime_dir is None:
         return None
     if not isinstance(runtime_dir, str):
         raise TypeError("runtime_dir %r: allowed is None or a str (a directory)" % (runtime_dir,))
-    return runtime_dir.encode() or None
+    return _cstr(runtime_dir, "runtime_dir") or None
 
 
 def _parse_core(core):
@@ -109,7 +134,7 @@ def _ms(seconds):
 
 
 def dtype_size(name):
-    return _lib.dtype_size(name.encode())
+    return _lib.dtype_size(_cstr(name, "dtype"))
 
 
 # ------------------------------------------------------------------ leases
@@ -607,12 +632,12 @@ def _producer_name(producer):
     if producer is None:
         return None, None, None
     if isinstance(producer, Producer):
-        return (producer.name.encode() if producer.name is not None else None,
+        return (_cstr(producer.name, "producer name") if producer.name is not None else None,
                 producer.name, producer)
     if not isinstance(producer, str):
         raise TypeError("producer %r: allowed is None, a producer name (str) or a Producer"
                         % (producer,))
-    return producer.encode(), producer, None
+    return _cstr(producer, "producer"), producer, None
 
 
 def _open(producer, core, timeout, runtime_dir):
@@ -722,7 +747,7 @@ class Producer:
                                  allow_gid=allow_gid or 0,
                                  runtime_dir=_path(runtime_dir),
                                  no_timestamps=1 if no_timestamps else 0)
-        p = _lib.producer_new(name.encode() if name is not None else None, ncores,
+        p = _lib.producer_new(_cstr(name, "name") if name is not None else None, ncores,
                               ctypes.byref(opts))
         if not p:
             err = ctypes.get_errno()
@@ -781,12 +806,20 @@ class Producer:
         if prefix is None:
             prefix = b""
         elif isinstance(prefix, str):
-            prefix = prefix.encode()
+            b = prefix.encode()
+            if b"\0" in b:
+                raise ValueError("prefix %r: allowed is a str without NUL characters (a C string "
+                                 "ends at the first)" % (prefix,))
+            prefix = b if len(b) <= _PREFIX_MAX else _cut_prefix(b)
         elif not isinstance(prefix, bytes):
             raise TypeError("prefix %r: allowed is a str, bytes or None" % (prefix,))
+        elif b"\0" in prefix:
+            raise ValueError("prefix %r: allowed is bytes without NUL (a C string ends at the "
+                             "first)" % (prefix,))
         if dtype is not None:
             if not isinstance(dtype, str) or not 0 < len(dtype.encode()) < 16:
                 raise ValueError("dtype %r: allowed is None or a name of 1 to 15 bytes" % (dtype,))
+            _cstr(dtype, "dtype")
         t = _lib.Tensor(prefix=prefix, pipe=pipe or 1)
         if array is None:
             if dtype is not None:

@@ -88,12 +88,16 @@ static PyObject *producer_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 			PyErr_Format(PyExc_TypeError, "name %R: allowed is None or a str", name);
 			return NULL;
 		}
-		cname = evspy_utf8(name);
+		cname = evspy_cstr(name, "name", NULL);
 		if (!cname)
 			return NULL;
 	}
 	if (hp != Py_None) {
-		const char *h = PyUnicode_Check(hp) ? evspy_utf8(hp) : NULL;
+		Py_ssize_t hn = 0;
+		const char *h = PyUnicode_Check(hp) ? PyUnicode_AsUTF8AndSize(hp, &hn) : NULL;
+
+		if (h && strlen(h) != (size_t)hn)
+			h = NULL; /* 'on\0...' is not 'on' */
 
 		if (h && !strcmp(h, "auto"))
 			hugepages = EVS_HUGEPAGES_AUTO;
@@ -286,7 +290,7 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssi
 	unsigned int core;
 	int pipe = 0, r;
 	Py_buffer b;
-	char err[256];
+	char err[256], cut[EVS_TENSOR_PREFIX_MAX];
 
 	PyObject **const out[] = { &core_o, &prefix_o, &array, &pipe_o, &dtype_o };
 
@@ -304,10 +308,34 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssi
 	if (producer_check(self) || producer_core(self, core_o, &core))
 		return NULL;
 	if (prefix_o != Py_None) {
+		Py_ssize_t n;
+
 		if (PyUnicode_Check(prefix_o)) {
-			prefix = evspy_utf8(prefix_o);
+			prefix = evspy_cstr(prefix_o, "prefix", &n);
+			/* the library keeps EVS_TENSOR_PREFIX_MAX - 1 bytes: a str
+			 * is cut before the character that would not fit whole,
+			 * never inside it (a rare path: the copy costs nothing else) */
+			if (prefix && n >= (Py_ssize_t)EVS_TENSOR_PREFIX_MAX) {
+				size_t k = EVS_TENSOR_PREFIX_MAX - 1;
+
+				while (k > 0 && ((unsigned char)prefix[k] & 0xC0) == 0x80)
+					k--; /* a continuation byte: its character starts before */
+				memcpy(cut, prefix, k);
+				cut[k] = '\0';
+				prefix = cut;
+			}
 		} else if (PyBytes_Check(prefix_o)) {
-			prefix = PyBytes_AsString(prefix_o);
+			char *bytes;
+
+			if (PyBytes_AsStringAndSize(prefix_o, &bytes, &n) < 0)
+				return NULL;
+			if (memchr(bytes, 0, (size_t)n)) {
+				PyErr_Format(PyExc_ValueError,
+					     "prefix %R: allowed is bytes without NUL (a C string ends at "
+					     "the first)", prefix_o);
+				return NULL;
+			}
+			prefix = bytes;
 		} else {
 			PyErr_Format(PyExc_TypeError, "prefix %R: allowed is a str, bytes or None", prefix_o);
 			return NULL;
@@ -316,10 +344,18 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssi
 			return NULL;
 	}
 	if (dtype_o != Py_None) {
-		if (!PyUnicode_Check(dtype_o) || !(dtype = evspy_utf8(dtype_o)))
+		Py_ssize_t n;
+
+		if (!PyUnicode_Check(dtype_o) || !(dtype = PyUnicode_AsUTF8AndSize(dtype_o, &n)))
 			goto bad_dtype;
-		if (!dtype[0] || strlen(dtype) >= EVS_TENSOR_DTYPE_MAX)
+		if (n == 0 || n >= (Py_ssize_t)EVS_TENSOR_DTYPE_MAX)
 			goto bad_dtype;
+		if (memchr(dtype, 0, (size_t)n)) {
+			PyErr_Format(PyExc_ValueError,
+				     "dtype %R: allowed is a str without NUL characters (a C string ends "
+				     "at the first)", dtype_o);
+			return NULL;
+		}
 	}
 	t.prefix = prefix;
 	t.pipe = pipe ? (uint32_t)pipe : 1;

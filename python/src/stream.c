@@ -493,7 +493,7 @@ static int producer_name(PyObject *producer, const char **name, PyObject **keep,
 		EVSPY_SETREF(*name_obj, n);
 		if (n == Py_None)
 			return 0;
-		*name = evspy_utf8(n);
+		*name = evspy_cstr(n, "producer name", NULL);
 		return *name ? 0 : -1;
 	}
 	if (!PyUnicode_Check(producer)) {
@@ -501,7 +501,7 @@ static int producer_name(PyObject *producer, const char **name, PyObject **keep,
 			     "producer %R: allowed is None, a producer name (str) or a Producer", producer);
 		return -1;
 	}
-	*name = evspy_utf8(producer);
+	*name = evspy_cstr(producer, "producer", NULL);
 	if (!*name)
 		return -1;
 	EVSPY_SETREF(*name_obj, Py_NewRef(producer));

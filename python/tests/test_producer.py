@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import evstream
+from conftest import RUNTIME_DIR, unique
 
 DTYPES = ["float64", "float32", "float16", "int64", "int32", "int16", "int8",
           "uint64", "uint32", "uint16", "uint8", "bool"]
@@ -421,3 +422,59 @@ def test_a_ring_sized_in_bytes_says_how_many_events_the_ring_as_made_holds():
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["2097152"]
     assert "(a ring of 2097152 bytes, rounded up to the page size) holds 1927 " in r.stderr
+
+
+def test_a_nul_in_a_name_prefix_dtype_or_directory_is_refused(producer, name):
+    """A str handed to the library as a C string is read up to its first
+    NUL: Producer('a\\0junk') made producer 'a', connect('a\\0other') reached
+    it, a prefix 'a\\0b' arrived as 'a'. Each is a ValueError naming the
+    argument and the value, and nothing is made, reached or sent."""
+    s = evstream.connect(name, 0)
+    fresh = unique("nul")
+    cases = [
+        ("name", fresh + "\0junk", lambda: evstream.Producer(fresh + "\0junk")),
+        ("runtime_dir", RUNTIME_DIR + "\0x",
+         lambda: evstream.Producer(unique(), runtime_dir=RUNTIME_DIR + "\0x")),
+        ("producer", name + "\0other", lambda: evstream.connect(name + "\0other", 1)),
+        ("runtime_dir", RUNTIME_DIR + "\0x",
+         lambda: evstream.connect(name, 1, runtime_dir=RUNTIME_DIR + "\0x")),
+        ("producer", name + "\0other",
+         lambda: evstream.subscribe(1, print, producer=name + "\0other")),
+        ("prefix", "a\0b", lambda: producer.emit_tensor(0, "a\0b", b"abcd")),
+        ("prefix", b"a\0b", lambda: producer.emit_tensor(0, b"a\0b", b"abcd")),
+        ("prefix", "a\0b", lambda: producer.emit_tensor(0, "a\0b")),
+        ("dtype", "fl\0oat", lambda: producer.emit_tensor(0, "x", b"abcd", dtype="fl\0oat")),
+        ("dtype", "float32\0x", lambda: evstream.dtype_size("float32\0x")),
+    ]
+    for what, value, call in cases:
+        with pytest.raises(ValueError) as e:
+            call()
+        assert type(e.value) is ValueError, (what, e.value)
+        assert str(e.value).startswith("%s %r: allowed is %s without NUL" % (
+            what, value, "bytes" if isinstance(value, bytes) else "a str")), str(e.value)
+    with pytest.raises(FileNotFoundError):
+        evstream.connect(fresh, 0, timeout=0)            # never made
+    assert producer.stats(1).connected == 0              # never reached
+    assert s.read(0) is None and producer.stats(0).produced == 0   # never sent
+    assert producer.emit_tensor(0, "a", b"abcd", dtype="fl")
+    assert s.read(5).prefix == "a"
+    s.close()
+
+
+def test_a_long_str_prefix_is_cut_at_a_character_boundary(producer, name):
+    """The library keeps 511 bytes of a prefix; a str is cut before the
+    character that would not fit whole (it was cut inside it, and arrived
+    with U+FFFD). Bytes are cut as they are."""
+    s = evstream.connect(name, 0)
+    for lead in range(4):
+        prefix = "a" * (508 + lead) + "\u20ac" * 3       # 3 bytes each
+        assert producer.emit_tensor(0, prefix, b"abcd")
+        ev = s.read(5)
+        kept = len(prefix[:508 + lead].encode()) + 3 * ((511 - 508 - lead) // 3)
+        assert ev.prefix == prefix.encode()[:kept].decode(), (lead, ev.prefix[-4:])
+        assert "\ufffd" not in ev.prefix
+        ev.release()
+    exact = "b" * 508 + "\u20ac"                          # 511 bytes: kept whole
+    assert producer.emit_tensor(0, exact)
+    assert s.read(5).prefix == exact
+    s.close()
