@@ -19,6 +19,7 @@ Python's means:
 import collections
 import ctypes
 import errno
+import math
 import operator
 import os
 import select
@@ -114,6 +115,20 @@ def _path(runtime_dir):
     if not isinstance(runtime_dir, str):
         raise TypeError("runtime_dir %r: allowed is None or a str (a directory)" % (runtime_dir,))
     return _cstr(runtime_dir, "runtime_dir") or None
+
+
+def _is_core(o):
+    """o is one core: an int, or anything with __index__ that gives one
+    (numpy.int64; a NumPy array has __index__, which refuses: a list)."""
+    if isinstance(o, int):
+        return True
+    if not hasattr(type(o), "__index__"):
+        return False
+    try:
+        _index(o)
+    except TypeError:
+        return False
+    return True
 
 
 def _parse_core(core):
@@ -873,12 +888,18 @@ class Producer:
         return _stats(st)
 
     def wait_connected(self, cores=None, timeout=10.0):
-        timeout = _real(timeout)
+        timeout = _parse_timeout(timeout, math.inf)
         self._check()
         if cores is None:
             cores = range(self._ncores)
-        elif isinstance(cores, int):
+        elif _is_core(cores):
             cores = [cores]
+        else:
+            try:
+                cores = list(cores)
+            except TypeError:
+                raise TypeError("cores %r: allowed is None, a core (an int) or a list of cores"
+                                % (cores,)) from None
         cores = [self._core(c) for c in cores]
         deadline = time.monotonic() + timeout
         st = _lib.StreamStats(sz=ctypes.sizeof(_lib.StreamStats))
@@ -1001,7 +1022,7 @@ class Subscription:
     def join(self, timeout=None):
         if timeout is not None:
             # threading's waits take at most TIMEOUT_MAX (inf: OverflowError)
-            timeout = min(_real(timeout), threading.TIMEOUT_MAX)
+            timeout = min(_parse_timeout(timeout, None), threading.TIMEOUT_MAX)
         s = self._s
         if threading.current_thread() is s.thread:
             raise RuntimeError("join() from inside the subscription's callback")

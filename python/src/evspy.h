@@ -180,6 +180,27 @@ static inline int evspy_ms(double seconds)
 {
 	return seconds < (double)INT_MAX / 1000 ? (int)(seconds * 1000) : INT_MAX;
 }
+/* A timeout as Stream.read() takes it (evstream._common.timeout_seconds):
+ * None or absent (then dflt), or seconds >= 0, inf included; else *err
+ * set and TypeError, or ValueError naming the value (-1, NaN). */
+static inline double evspy_timeout(PyObject *o, double dflt, int *err)
+{
+	double t;
+
+	*err = 0;
+	if (!o || o == Py_None)
+		return dflt;
+	t = PyFloat_AsDouble(o);
+	if (t == -1.0 && PyErr_Occurred()) {
+		*err = 1;
+		return 0;
+	}
+	if (t < 0 || t != t) {
+		PyErr_Format(PyExc_ValueError, "timeout %R: allowed is None or seconds >= 0", o);
+		*err = 1;
+	}
+	return t;
+}
 int evspy_int_in(PyObject *o, unsigned long long lo, unsigned long long hi, unsigned long long *v);
 /*
  * The usual call of a METH_FASTCALL method, positional arguments alone,

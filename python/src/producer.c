@@ -8,6 +8,7 @@
  * counted in stats(core).
  */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <string.h>
 
@@ -465,16 +466,21 @@ static PyObject *producer_stats(PyObject *o, PyObject *args, PyObject *kw)
 }
 
 /* wait_connected(cores=None, timeout=10.0): True once every core named
- * (a core, or a list; all by default) has a consumer, False at the timeout. */
+ * (a core, or a list; all by default) has a consumer, False at the timeout
+ * (None: no limit; the seconds rule of Stream.read()). */
 static PyObject *producer_wait_connected(PyObject *o, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "cores", "timeout", NULL };
 	ProducerObject *self = (ProducerObject *)o;
-	PyObject *cores = Py_None, *list = NULL;
-	double timeout = 10.0, deadline;
+	PyObject *cores = Py_None, *list = NULL, *to = NULL, *one;
+	double timeout, deadline;
 	Py_ssize_t n;
+	int err = 0;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Od:wait_connected", kwlist, &cores, &timeout))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:wait_connected", kwlist, &cores, &to))
+		return NULL;
+	timeout = to ? evspy_timeout(to, INFINITY, &err) : 10.0;
+	if (to && err)
 		return NULL;
 	if (producer_check(self))
 		return NULL;
@@ -490,10 +496,21 @@ static PyObject *producer_wait_connected(PyObject *o, PyObject *args, PyObject *
 			}
 			Py_DECREF(v);
 		}
-	} else if (PyLong_Check(cores)) {
-		list = Py_BuildValue("[O]", cores);  /* one core */
+	} else if (PyIndex_Check(cores) && (one = PyNumber_Index(cores))) {
+		/* one core: an int, or anything with __index__ (numpy.int64) */
+		Py_DECREF(one);
+		list = Py_BuildValue("[O]", cores);
+	} else if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) {
+		return NULL;
 	} else {
+		/* a list of cores (a NumPy array has __index__, which refuses) */
+		PyErr_Clear();
 		list = PySequence_List(cores);
+		if (!list && PyErr_ExceptionMatches(PyExc_TypeError)) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_TypeError,
+				     "cores %R: allowed is None, a core (an int) or a list of cores", cores);
+		}
 	}
 	if (!list)
 		return NULL;

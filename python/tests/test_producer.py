@@ -397,6 +397,34 @@ def test_wait_connected(name):
             st.close()
 
 
+def test_wait_connected_takes_seconds_as_read_does_and_a_core_with_index(producer, name):
+    """timeout follows Stream.read()'s rule: None is no limit (it was a
+    TypeError), -1 and NaN are a ValueError naming them (-1 returned False,
+    NaN waited forever). A core is anything with __index__: numpy.int64(1)
+    was taken for a list of cores ('not iterable'); NumPy arrays of cores
+    are lists."""
+    s = evstream.connect(name, 1)
+    assert producer.wait_connected(1, None) is True
+    assert producer.wait_connected(timeout=None, cores=[1]) is True
+    for bad in (-1, -0.5, float("nan")):
+        with pytest.raises(ValueError) as e:
+            producer.wait_connected(1, bad)
+        assert str(e.value) == "timeout %r: allowed is None or seconds >= 0" % bad
+        with pytest.raises(ValueError) as e2:
+            s.read(bad)
+        assert str(e2.value) == str(e.value)
+    assert producer.wait_connected(np.int64(1), 0) is True
+    assert producer.wait_connected(np.array(1), 0) is True
+    assert producer.wait_connected(np.array([1]), 0) is True
+    assert producer.wait_connected(np.int64(0), 0) is False
+    assert producer.wait_connected([np.int64(1), np.uint8(0)], 0) is False
+    with pytest.raises(ValueError, match="core 2"):
+        producer.wait_connected(np.int64(2), 0)
+    with pytest.raises(TypeError, match="cores 5.0: allowed is None, a core"):
+        producer.wait_connected(5.0, 0)
+    s.close()
+
+
 def test_a_ring_sized_in_bytes_says_how_many_events_the_ring_as_made_holds():
     from conftest import run_python
     code = "import evstream; print(evstream.Producer(None, 1).stats(0).ring_bytes)"
