@@ -296,6 +296,15 @@ class _Core:
 
 # ------------------------------------------------------------------ events
 
+def _mv_released(mv):
+    """mv.release() was called (no attribute says so: every use raises)."""
+    try:
+        mv.nbytes
+    except ValueError:
+        return True
+    return False
+
+
 class Event:
     """One event read from a stream, leased (see docs/python.md)."""
 
@@ -328,7 +337,7 @@ class Event:
         slot = self._slot
         # end() drops mv: a released event's .data raises in _view()
         mv = slot.mv() if slot.mv is not None else None
-        if mv is None:
+        if mv is None or _mv_released(mv):  # gone, or its user released it
             mv = self._view()
             slot.mv = weakref.ref(mv)
         return mv
