@@ -729,6 +729,21 @@ def _format_dtype(fmt, itemsize):
                     % (fmt if fmt is not None else "B", itemsize))
 
 
+def _no_buffer(o, what):
+    """The TypeError for an argument that has no buffer: what is allowed
+    instead of 'a bytes-like object is required', and for a torch tensor
+    (its type's module is torch's; torch is not imported) how to send one."""
+    t = type(o)
+    mod = getattr(t, "__module__", None)
+    if isinstance(mod, str) and mod.split(".")[0] == "torch":
+        return TypeError("%s of type %s.%s has no buffer: send a torch tensor with "
+                         "evstream.torch.emit_tensor(producer, core, prefix, t), or pass "
+                         "t.numpy() (a CPU tensor)" % (what, mod, t.__name__))
+    return TypeError("%s of type %s: allowed is %sa buffer (bytes, bytearray, memoryview, "
+                     "array.array, a NumPy array)"
+                     % (what, t.__name__, "None or " if what == "array" else ""))
+
+
 _RING_BYTES_RANGE = ("allowed is 0 (the default) or a byte count from 4096 to half of this "
                      "machine's memory")
 _MAX_EVENTS_RANGE = ("allowed is 0 (the default) or a count from 1 to 4294967296 (at most this "
@@ -814,7 +829,10 @@ class Producer:
         if isinstance(data, bytes):
             return self._result(_lib.emit(p, core, type, data, len(data)), core, "emit")
         view = _lib.PyBuffer()
-        _lib.get_buffer(data, ctypes.byref(view), _lib.PyBUF_SIMPLE)
+        try:
+            _lib.get_buffer(data, ctypes.byref(view), _lib.PyBUF_SIMPLE)
+        except TypeError:
+            raise _no_buffer(data, "data") from None
         try:
             r = _lib.emit(p, core, type, view.buf, view.len)
         finally:
@@ -850,7 +868,10 @@ class Producer:
                 raise ValueError("dtype given without an array: a print has none")
             return self._result(_lib.emit_tensor(p, core, ctypes.byref(t)), core, "emit_tensor")
         view = _lib.PyBuffer()
-        _lib.get_buffer(array, ctypes.byref(view), _lib.PyBUF_RECORDS_RO)
+        try:
+            _lib.get_buffer(array, ctypes.byref(view), _lib.PyBUF_RECORDS_RO)
+        except TypeError:
+            raise _no_buffer(array, "array") from None
         try:
             if view.suboffsets:
                 raise ValueError("buffers with suboffsets (PIL-style) are not supported")

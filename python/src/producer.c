@@ -193,6 +193,48 @@ static PyObject *emit_result(int r, unsigned int core, const char *what)
 	return evspy_oserror(r, buf);
 }
 
+/*
+ * PyObject_GetBuffer() refused o, the argument what: a TypeError says
+ * what is allowed instead of 'a bytes-like object is required', and for a
+ * torch tensor (its type's module is torch's; torch is not imported) how
+ * to send one. Other errors stand. NULL.
+ */
+static PyObject *no_buffer(PyObject *o, const char *what)
+{
+	PyObject *mod, *tname;
+	bool torch = false;
+
+	if (!PyErr_ExceptionMatches(PyExc_TypeError))
+		return NULL;
+	PyErr_Clear();
+	tname = PyType_GetName(Py_TYPE(o));
+	mod = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
+	if (mod && PyUnicode_Check(mod)) {
+		Py_ssize_t n;
+		const char *m = PyUnicode_AsUTF8AndSize(mod, &n);
+
+		torch = m && !strncmp(m, "torch", 5) && (m[5] == '\0' || m[5] == '.');
+	}
+	PyErr_Clear();
+	if (!tname) {
+		Py_XDECREF(mod);
+		return NULL;
+	}
+	if (torch)
+		PyErr_Format(PyExc_TypeError,
+			     "%s of type %U.%U has no buffer: send a torch tensor with "
+			     "evstream.torch.emit_tensor(producer, core, prefix, t), or pass t.numpy() "
+			     "(a CPU tensor)", what, mod, tname);
+	else
+		PyErr_Format(PyExc_TypeError,
+			     "%s of type %U: allowed is %sa buffer (bytes, bytearray, memoryview, "
+			     "array.array, a NumPy array)", what, tname,
+			     strcmp(what, "array") ? "" : "None or ");
+	Py_XDECREF(mod);
+	Py_DECREF(tname);
+	return NULL;
+}
+
 static PyObject *producer_emit(PyObject *o, PyObject *const *args, Py_ssize_t nargs,
 			       PyObject *kwnames)
 {
@@ -218,7 +260,7 @@ static PyObject *producer_emit(PyObject *o, PyObject *const *args, Py_ssize_t na
 	if (producer_check(self) || producer_core(self, core_o, &core))
 		return NULL;
 	if (PyObject_GetBuffer(data, &b, PyBUF_SIMPLE) < 0)
-		return NULL;
+		return no_buffer(data, "data");
 	r = evs_producer__emit(self->p, core, (uint32_t)type, b.buf, (size_t)b.len);
 	PyBuffer_Release(&b);
 	return emit_result(r, core, "emit");
@@ -369,7 +411,7 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssi
 		return emit_result(r, core, "emit_tensor");
 	}
 	if (PyObject_GetBuffer(array, &b, PyBUF_RECORDS_RO) < 0)
-		return NULL;
+		return no_buffer(array, "array");
 	if (b.suboffsets) {
 		PyErr_SetString(PyExc_ValueError, "buffers with suboffsets (PIL-style) are not supported");
 		goto fail;
