@@ -18,6 +18,8 @@ class AsyncStream:
         self._args = (producer, core, timeout, runtime_dir)
         self._stream = None
         self._cur = None
+        self._waiters = set()   # futures of the tasks waiting in _readable()
+        self._watch = None      # (loop, fd) while the loop watches the fd
 
     async def _open(self):
         if self._stream is None:
@@ -38,20 +40,40 @@ class AsyncStream:
         """The Stream (None until connected)."""
         return self._stream
 
-    async def _readable(self, s, timeout):
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        fd = s.fileno()
-
-        def ready():
+    def _ready(self):
+        # the fd is readable: every waiter looks (one of them may find
+        # the event, the others read None and wait again)
+        for fut in self._waiters:
             if not fut.done():
                 fut.set_result(None)
 
-        loop.add_reader(fd, ready)
+    def _unwatch(self):
+        if self._watch is not None:
+            loop, fd = self._watch
+            self._watch = None
+            loop.remove_reader(fd)
+
+    async def _readable(self, s, timeout):
+        """Wait until the stream's fd is readable, close() is called or
+        timeout seconds pass (asyncio.TimeoutError). One reader on the fd
+        for the stream, shared by every task waiting: add_reader() on an fd
+        the loop watches replaces the callback, which would leave the
+        tasks waiting before without a wakeup."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        if self._watch is None:
+            fd = s.fileno()
+            loop.add_reader(fd, self._ready)
+            self._watch = (loop, fd)
+        elif self._watch[0] is not loop:
+            raise RuntimeError("AsyncStream: a task of another event loop is waiting on it")
+        self._waiters.add(fut)
         try:
             await asyncio.wait_for(fut, timeout)
         finally:
-            loop.remove_reader(fd)
+            self._waiters.discard(fut)
+            if not self._waiters:
+                self._unwatch()
 
     async def read(self, timeout=None):
         """The next event, or None when timeout seconds passed."""
@@ -86,7 +108,15 @@ class AsyncStream:
         return ev
 
     def close(self):
+        """Close the stream. Tasks waiting in read() or iteration wake at
+        once and raise the closed stream's ValueError, as a thread's read
+        does; the loop stops watching the fd before it is closed (a stream
+        opened next may get the same fd number)."""
         self._cur = None
+        self._unwatch()
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_result(None)    # the woken read(0) raises ValueError
         if self._stream is not None:
             self._stream.close()
 

@@ -125,9 +125,37 @@ def array_views():
 
 
 def bfloat16_to_float32(bits):
-    """float32 values of bfloat16 bits (a uint16 array): a new array."""
+    """float32 values of bfloat16 bits: a new array of the same shape.
+
+    bits is a uint16 array (as ev.array() gives a bfloat16 tensor), or a
+    buffer of them: one of uint16 elements (array.array('H')), or bytes
+    (bytes, bytearray, ev.data), read as host-order uint16. Anything else
+    is a TypeError naming it: the values of a float32 array, say, are not
+    bfloat16 bits.
+    """
     import numpy as np
-    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+    if isinstance(bits, np.ndarray):
+        a = bits
+    else:
+        try:
+            m = memoryview(bits)
+        except TypeError:
+            raise TypeError("bits of type %s: allowed is a uint16 array of bfloat16 bits, or a buffer "
+                            "of them (uint16 elements, or bytes)" % type(bits).__name__) from None
+        if m.itemsize == 1 and m.format in ("B", "b", "c"):
+            if m.nbytes % 2:
+                raise ValueError("bits of %d bytes: bfloat16 bits are 2 bytes each" % m.nbytes)
+            a = np.frombuffer(m.cast("B") if m.ndim != 1 else m, np.uint16)
+        else:
+            a = np.asarray(m)
+    if a.dtype.kind != "u" or a.dtype.itemsize != 2:
+        raise TypeError("bits of dtype %s: allowed is uint16 (bfloat16 bits), or bytes of them"
+                        % a.dtype)
+    # in place on a new array: a 0-d array stays one (the operators would
+    # make it a NumPy scalar, whose view() refuses the new dtype)
+    f = a.astype(np.uint32)
+    np.left_shift(f, np.uint32(16), out=f)
+    return f.view(np.float32)
 
 
 def make_array(exporter, dtype, elem_size, shape, bfloat16=None):

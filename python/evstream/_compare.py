@@ -627,6 +627,8 @@ def main(argv=None):
         v = getattr(args, name)
         if v is not None and not v >= 0:
             p.error("--%s %r: allowed is a number >= 0" % (name, v))
+    if args.show < 0:
+        p.error("--show %d: allowed is a count of rows >= 0 (0: the summary alone)" % args.show)
     if args.pcc is not None and not -1 <= args.pcc <= 1:
         p.error("--pcc %r: allowed is a number from -1 to 1" % args.pcc)
     use_close = args.pcc is None or args.atol is not None or args.rtol is not None
@@ -688,7 +690,7 @@ def main(argv=None):
         return EXIT_BAD
     progress.clear()
     rows = results if args.all else [r for r in results if r.diverges or r.uncompared]
-    if rows:
+    if rows and args.show:
         print("  %4s %8s %-36s %-9s %-16s %10s %10s %9s %s" % (
             "core", "seq", "prefix", "dtype", "shape", "max_abs", "max_rel", "pcc", "status"),
             file=out)
@@ -698,8 +700,9 @@ def main(argv=None):
                 fmt(r.max_abs), fmt(r.max_rel), fmt(r.pcc),
                 "DIVERGES" if r.diverges else "NOT COMPARED" if r.uncompared else "ok"),
                 file=out)
-        if len(rows) > args.show:
-            print("  ... %d more (--show N)" % (len(rows) - args.show), file=out)
+    if len(rows) > args.show:
+        print("  ... %d %s (--show N)" % (len(rows) - args.show,
+                                          "more" if args.show else "rows not shown"), file=out)
     print("  %4s %8s %10s %10s %10s %10s" % ("core", "tensors", "diverging", "max_abs", "max_rel",
                                              "min_pcc"), file=out)
 
@@ -734,9 +737,11 @@ def main(argv=None):
         t, why = unmatched[0]
         print("compare: the dumps do not line up: %d tensors are in one dump only; the first: %s "
               "is %s" % (len(unmatched), t.label(), why), file=sys.stderr)
-        for t, why in unmatched[1:args.show]:
+        # the first is named above, whatever --show says: up to --show in all
+        shown = max(args.show, 1)
+        for t, why in unmatched[1:shown]:
             print("  %s is %s" % (t.label(), why), file=sys.stderr)
-        if len(unmatched) > args.show:
-            print("  ... %d more (--show N)" % (len(unmatched) - args.show), file=sys.stderr)
+        if len(unmatched) > shown:
+            print("  ... %d more (--show N)" % (len(unmatched) - shown), file=sys.stderr)
         return EXIT_BAD
     return EXIT_BAD if uncompared else EXIT_DIVERGE if n else EXIT_OK

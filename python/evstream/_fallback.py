@@ -19,6 +19,7 @@ Python's means:
 import collections
 import ctypes
 import errno
+import math
 import operator
 import os
 import select
@@ -83,12 +84,51 @@ def _stats(st):
 _index = operator.index
 
 
+def _cstr(s, what):
+    """A str argument as the C string the library reads: its UTF-8. One
+    with a NUL character is refused (ValueError naming what and the value):
+    the library would read it only up to there, another name, prefix or
+    directory than the one given."""
+    b = s.encode()
+    if b"\0" in b:
+        raise ValueError("%s %r: allowed is a str without NUL characters (a C string ends at "
+                         "the first)" % (what, s))
+    return b
+
+
+# the library keeps this many bytes of a prefix (EVS_TENSOR_PREFIX_MAX - 1)
+_PREFIX_MAX = 511
+
+
+def _cut_prefix(b):
+    """A str prefix's UTF-8 longer than the library keeps, cut before the
+    character that would not fit whole (the library cuts at a byte)."""
+    k = _PREFIX_MAX
+    while k > 0 and b[k] & 0xC0 == 0x80:
+        k -= 1  # a continuation byte: its character starts before
+    return b[:k]
+
+
 def _path(runtime_dir):
     if runtime_dir is None:
         return None
     if not isinstance(runtime_dir, str):
         raise TypeError("runtime_dir %r: allowed is None or a str (a directory)" % (runtime_dir,))
-    return runtime_dir.encode() or None
+    return _cstr(runtime_dir, "runtime_dir") or None
+
+
+def _is_core(o):
+    """o is one core: an int, or anything with __index__ that gives one
+    (numpy.int64; a NumPy array has __index__, which refuses: a list)."""
+    if isinstance(o, int):
+        return True
+    if not hasattr(type(o), "__index__"):
+        return False
+    try:
+        _index(o)
+    except TypeError:
+        return False
+    return True
 
 
 def _parse_core(core):
@@ -109,7 +149,7 @@ def _ms(seconds):
 
 
 def dtype_size(name):
-    return _lib.dtype_size(name.encode())
+    return _lib.dtype_size(_cstr(name, "dtype"))
 
 
 # ------------------------------------------------------------------ leases
@@ -256,6 +296,15 @@ class _Core:
 
 # ------------------------------------------------------------------ events
 
+def _mv_released(mv):
+    """mv.release() was called (no attribute says so: every use raises)."""
+    try:
+        mv.nbytes
+    except ValueError:
+        return True
+    return False
+
+
 class Event:
     """One event read from a stream, leased (see docs/python.md)."""
 
@@ -288,7 +337,7 @@ class Event:
         slot = self._slot
         # end() drops mv: a released event's .data raises in _view()
         mv = slot.mv() if slot.mv is not None else None
-        if mv is None:
+        if mv is None or _mv_released(mv):  # gone, or its user released it
             mv = self._view()
             slot.mv = weakref.ref(mv)
         return mv
@@ -607,12 +656,12 @@ def _producer_name(producer):
     if producer is None:
         return None, None, None
     if isinstance(producer, Producer):
-        return (producer.name.encode() if producer.name is not None else None,
+        return (_cstr(producer.name, "producer name") if producer.name is not None else None,
                 producer.name, producer)
     if not isinstance(producer, str):
         raise TypeError("producer %r: allowed is None, a producer name (str) or a Producer"
                         % (producer,))
-    return producer.encode(), producer, None
+    return _cstr(producer, "producer"), producer, None
 
 
 def _open(producer, core, timeout, runtime_dir):
@@ -680,6 +729,21 @@ def _format_dtype(fmt, itemsize):
                     % (fmt if fmt is not None else "B", itemsize))
 
 
+def _no_buffer(o, what):
+    """The TypeError for an argument that has no buffer: what is allowed
+    instead of 'a bytes-like object is required', and for a torch tensor
+    (its type's module is torch's; torch is not imported) how to send one."""
+    t = type(o)
+    mod = getattr(t, "__module__", None)
+    if isinstance(mod, str) and mod.split(".")[0] == "torch":
+        return TypeError("%s of type %s.%s has no buffer: send a torch tensor with "
+                         "evstream.torch.emit_tensor(producer, core, prefix, t), or pass "
+                         "t.numpy() (a CPU tensor)" % (what, mod, t.__name__))
+    return TypeError("%s of type %s: allowed is %sa buffer (bytes, bytearray, memoryview, "
+                     "array.array, a NumPy array)"
+                     % (what, t.__name__, "None or " if what == "array" else ""))
+
+
 _RING_BYTES_RANGE = ("allowed is 0 (the default) or a byte count from 4096 to half of this "
                      "machine's memory")
 _MAX_EVENTS_RANGE = ("allowed is 0 (the default) or a count from 1 to 4294967296 (at most this "
@@ -722,7 +786,7 @@ class Producer:
                                  allow_gid=allow_gid or 0,
                                  runtime_dir=_path(runtime_dir),
                                  no_timestamps=1 if no_timestamps else 0)
-        p = _lib.producer_new(name.encode() if name is not None else None, ncores,
+        p = _lib.producer_new(_cstr(name, "name") if name is not None else None, ncores,
                               ctypes.byref(opts))
         if not p:
             err = ctypes.get_errno()
@@ -765,7 +829,10 @@ class Producer:
         if isinstance(data, bytes):
             return self._result(_lib.emit(p, core, type, data, len(data)), core, "emit")
         view = _lib.PyBuffer()
-        _lib.get_buffer(data, ctypes.byref(view), _lib.PyBUF_SIMPLE)
+        try:
+            _lib.get_buffer(data, ctypes.byref(view), _lib.PyBUF_SIMPLE)
+        except TypeError:
+            raise _no_buffer(data, "data") from None
         try:
             r = _lib.emit(p, core, type, view.buf, view.len)
         finally:
@@ -781,19 +848,30 @@ class Producer:
         if prefix is None:
             prefix = b""
         elif isinstance(prefix, str):
-            prefix = prefix.encode()
+            b = prefix.encode()
+            if b"\0" in b:
+                raise ValueError("prefix %r: allowed is a str without NUL characters (a C string "
+                                 "ends at the first)" % (prefix,))
+            prefix = b if len(b) <= _PREFIX_MAX else _cut_prefix(b)
         elif not isinstance(prefix, bytes):
             raise TypeError("prefix %r: allowed is a str, bytes or None" % (prefix,))
+        elif b"\0" in prefix:
+            raise ValueError("prefix %r: allowed is bytes without NUL (a C string ends at the "
+                             "first)" % (prefix,))
         if dtype is not None:
             if not isinstance(dtype, str) or not 0 < len(dtype.encode()) < 16:
                 raise ValueError("dtype %r: allowed is None or a name of 1 to 15 bytes" % (dtype,))
+            _cstr(dtype, "dtype")
         t = _lib.Tensor(prefix=prefix, pipe=pipe or 1)
         if array is None:
             if dtype is not None:
                 raise ValueError("dtype given without an array: a print has none")
             return self._result(_lib.emit_tensor(p, core, ctypes.byref(t)), core, "emit_tensor")
         view = _lib.PyBuffer()
-        _lib.get_buffer(array, ctypes.byref(view), _lib.PyBUF_RECORDS_RO)
+        try:
+            _lib.get_buffer(array, ctypes.byref(view), _lib.PyBUF_RECORDS_RO)
+        except TypeError:
+            raise _no_buffer(array, "array") from None
         try:
             if view.suboffsets:
                 raise ValueError("buffers with suboffsets (PIL-style) are not supported")
@@ -840,12 +918,18 @@ class Producer:
         return _stats(st)
 
     def wait_connected(self, cores=None, timeout=10.0):
-        timeout = _real(timeout)
+        timeout = _parse_timeout(timeout, math.inf)
         self._check()
         if cores is None:
             cores = range(self._ncores)
-        elif isinstance(cores, int):
+        elif _is_core(cores):
             cores = [cores]
+        else:
+            try:
+                cores = list(cores)
+            except TypeError:
+                raise TypeError("cores %r: allowed is None, a core (an int) or a list of cores"
+                                % (cores,)) from None
         cores = [self._core(c) for c in cores]
         deadline = time.monotonic() + timeout
         st = _lib.StreamStats(sz=ctypes.sizeof(_lib.StreamStats))
@@ -968,7 +1052,7 @@ class Subscription:
     def join(self, timeout=None):
         if timeout is not None:
             # threading's waits take at most TIMEOUT_MAX (inf: OverflowError)
-            timeout = min(_real(timeout), threading.TIMEOUT_MAX)
+            timeout = min(_parse_timeout(timeout, None), threading.TIMEOUT_MAX)
         s = self._s
         if threading.current_thread() is s.thread:
             raise RuntimeError("join() from inside the subscription's callback")

@@ -78,7 +78,11 @@ def emit_tensor(producer, core, prefix, t, pipe=0):
     """Emit one tensor (any device, any strides); True committed, False
     dropped. A dtype evstream has no name for goes as opaque elements named
     as torch names it (``complex64``); quantized and sparse tensors raise
-    TypeError."""
+    TypeError, and so is what is not a torch tensor."""
+    if not isinstance(t, _torch.Tensor):
+        raise TypeError("t of type %s: allowed is a torch.Tensor (any other buffer, a NumPy "
+                        "array say, goes with producer.emit_tensor(core, prefix, array))"
+                        % type(t).__name__)
     a, name = _cpu_array(t, prefix)
     # .numpy() shares the tensor's memory, strides included
     return producer.emit_tensor(core, prefix, a, pipe, dtype=name)

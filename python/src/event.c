@@ -360,7 +360,23 @@ static PyObject *ev_held(PyObject *self, void *c)
 	return PyBool_FromLong(((EventObject *)self)->payload != NULL);
 }
 
-/* .data: a memoryview of the ring bytes, released when the lease ends. */
+/* The user released the memoryview handed out as .data (mv.release()):
+ * it exports nothing any more (ValueError; no attribute says so). */
+static bool memoryview_released(PyObject *mv)
+{
+	Py_buffer b;
+
+	if (PyObject_GetBuffer(mv, &b, PyBUF_SIMPLE) < 0) {
+		PyErr_Clear();
+		return true;
+	}
+	PyBuffer_Release(&b);
+	return false;
+}
+
+/* .data: a memoryview of the ring bytes, released when the lease ends.
+ * The same one while it lives, unless its user released it: then a new
+ * one (the lease goes on; a released memoryview can read nothing). */
 static PyObject *ev_data(PyObject *self, void *c)
 {
 	EventObject *ev = (EventObject *)self;
@@ -371,7 +387,7 @@ static PyObject *ev_data(PyObject *self, void *c)
 		return lease_error(ev);
 	if (ev->mv) {
 		mv = PyWeakref_GetObject(ev->mv);
-		if (mv && mv != Py_None)
+		if (mv && mv != Py_None && !memoryview_released(mv))
 			return Py_NewRef(mv);
 	}
 	mv = PyMemoryView_FromObject(self);

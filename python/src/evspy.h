@@ -110,6 +110,27 @@ static inline const char *evspy_utf8(PyObject *o)
 	return PyUnicode_AsUTF8AndSize(o, NULL);
 }
 
+/* A str argument handed to the library as a C string: its UTF-8 (*len
+ * bytes, when len is not NULL). One with a NUL character is refused
+ * (ValueError naming what and the value): the library would read it only
+ * up to there, another name, prefix or directory than the one given.
+ * NULL raised. */
+static inline const char *evspy_cstr(PyObject *o, const char *what, Py_ssize_t *len)
+{
+	Py_ssize_t n;
+	const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+
+	if (s && memchr(s, 0, (size_t)n)) {
+		PyErr_Format(PyExc_ValueError,
+			     "%s %R: allowed is a str without NUL characters (a C string ends at the "
+			     "first)", what, o);
+		return NULL;
+	}
+	if (len)
+		*len = n;
+	return s;
+}
+
 /* runtime_dir=: None (NULL: the default) or a str; else TypeError. -1 raised */
 static inline int evspy_runtime_dir(PyObject *o, const char **dir)
 {
@@ -120,7 +141,7 @@ static inline int evspy_runtime_dir(PyObject *o, const char **dir)
 		PyErr_Format(PyExc_TypeError, "runtime_dir %R: allowed is None or a str (a directory)", o);
 		return -1;
 	}
-	*dir = evspy_utf8(o);
+	*dir = evspy_cstr(o, "runtime_dir", NULL);
 	return *dir ? 0 : -1;
 }
 
@@ -158,6 +179,27 @@ double evspy_now(void);
 static inline int evspy_ms(double seconds)
 {
 	return seconds < (double)INT_MAX / 1000 ? (int)(seconds * 1000) : INT_MAX;
+}
+/* A timeout as Stream.read() takes it (evstream._common.timeout_seconds):
+ * None or absent (then dflt), or seconds >= 0, inf included; else *err
+ * set and TypeError, or ValueError naming the value (-1, NaN). */
+static inline double evspy_timeout(PyObject *o, double dflt, int *err)
+{
+	double t;
+
+	*err = 0;
+	if (!o || o == Py_None)
+		return dflt;
+	t = PyFloat_AsDouble(o);
+	if (t == -1.0 && PyErr_Occurred()) {
+		*err = 1;
+		return 0;
+	}
+	if (t < 0 || t != t) {
+		PyErr_Format(PyExc_ValueError, "timeout %R: allowed is None or seconds >= 0", o);
+		*err = 1;
+	}
+	return t;
 }
 int evspy_int_in(PyObject *o, unsigned long long lo, unsigned long long hi, unsigned long long *v);
 /*

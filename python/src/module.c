@@ -73,7 +73,7 @@ static PyObject *mod_tensor_parse(PyObject *self, PyObject *arg)
 
 static PyObject *mod_dtype_size(PyObject *self, PyObject *arg)
 {
-	const char *s = evspy_utf8(arg);
+	const char *s = evspy_cstr(arg, "dtype", NULL);
 
 	(void)self;
 	if (!s)

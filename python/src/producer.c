@@ -8,6 +8,7 @@
  * counted in stats(core).
  */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <string.h>
 
@@ -88,12 +89,16 @@ static PyObject *producer_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 			PyErr_Format(PyExc_TypeError, "name %R: allowed is None or a str", name);
 			return NULL;
 		}
-		cname = evspy_utf8(name);
+		cname = evspy_cstr(name, "name", NULL);
 		if (!cname)
 			return NULL;
 	}
 	if (hp != Py_None) {
-		const char *h = PyUnicode_Check(hp) ? evspy_utf8(hp) : NULL;
+		Py_ssize_t hn = 0;
+		const char *h = PyUnicode_Check(hp) ? PyUnicode_AsUTF8AndSize(hp, &hn) : NULL;
+
+		if (h && strlen(h) != (size_t)hn)
+			h = NULL; /* 'on\0...' is not 'on' */
 
 		if (h && !strcmp(h, "auto"))
 			hugepages = EVS_HUGEPAGES_AUTO;
@@ -188,6 +193,48 @@ static PyObject *emit_result(int r, unsigned int core, const char *what)
 	return evspy_oserror(r, buf);
 }
 
+/*
+ * PyObject_GetBuffer() refused o, the argument what: a TypeError says
+ * what is allowed instead of 'a bytes-like object is required', and for a
+ * torch tensor (its type's module is torch's; torch is not imported) how
+ * to send one. Other errors stand. NULL.
+ */
+static PyObject *no_buffer(PyObject *o, const char *what)
+{
+	PyObject *mod, *tname;
+	bool torch = false;
+
+	if (!PyErr_ExceptionMatches(PyExc_TypeError))
+		return NULL;
+	PyErr_Clear();
+	tname = PyType_GetName(Py_TYPE(o));
+	mod = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "__module__");
+	if (mod && PyUnicode_Check(mod)) {
+		Py_ssize_t n;
+		const char *m = PyUnicode_AsUTF8AndSize(mod, &n);
+
+		torch = m && !strncmp(m, "torch", 5) && (m[5] == '\0' || m[5] == '.');
+	}
+	PyErr_Clear();
+	if (!tname) {
+		Py_XDECREF(mod);
+		return NULL;
+	}
+	if (torch)
+		PyErr_Format(PyExc_TypeError,
+			     "%s of type %U.%U has no buffer: send a torch tensor with "
+			     "evstream.torch.emit_tensor(producer, core, prefix, t), or pass t.numpy() "
+			     "(a CPU tensor)", what, mod, tname);
+	else
+		PyErr_Format(PyExc_TypeError,
+			     "%s of type %U: allowed is %sa buffer (bytes, bytearray, memoryview, "
+			     "array.array, a NumPy array)", what, tname,
+			     strcmp(what, "array") ? "" : "None or ");
+	Py_XDECREF(mod);
+	Py_DECREF(tname);
+	return NULL;
+}
+
 static PyObject *producer_emit(PyObject *o, PyObject *const *args, Py_ssize_t nargs,
 			       PyObject *kwnames)
 {
@@ -213,7 +260,7 @@ static PyObject *producer_emit(PyObject *o, PyObject *const *args, Py_ssize_t na
 	if (producer_check(self) || producer_core(self, core_o, &core))
 		return NULL;
 	if (PyObject_GetBuffer(data, &b, PyBUF_SIMPLE) < 0)
-		return NULL;
+		return no_buffer(data, "data");
 	r = evs_producer__emit(self->p, core, (uint32_t)type, b.buf, (size_t)b.len);
 	PyBuffer_Release(&b);
 	return emit_result(r, core, "emit");
@@ -286,7 +333,7 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssi
 	unsigned int core;
 	int pipe = 0, r;
 	Py_buffer b;
-	char err[256];
+	char err[256], cut[EVS_TENSOR_PREFIX_MAX];
 
 	PyObject **const out[] = { &core_o, &prefix_o, &array, &pipe_o, &dtype_o };
 
@@ -304,10 +351,34 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssi
 	if (producer_check(self) || producer_core(self, core_o, &core))
 		return NULL;
 	if (prefix_o != Py_None) {
+		Py_ssize_t n;
+
 		if (PyUnicode_Check(prefix_o)) {
-			prefix = evspy_utf8(prefix_o);
+			prefix = evspy_cstr(prefix_o, "prefix", &n);
+			/* the library keeps EVS_TENSOR_PREFIX_MAX - 1 bytes: a str
+			 * is cut before the character that would not fit whole,
+			 * never inside it (a rare path: the copy costs nothing else) */
+			if (prefix && n >= (Py_ssize_t)EVS_TENSOR_PREFIX_MAX) {
+				size_t k = EVS_TENSOR_PREFIX_MAX - 1;
+
+				while (k > 0 && ((unsigned char)prefix[k] & 0xC0) == 0x80)
+					k--; /* a continuation byte: its character starts before */
+				memcpy(cut, prefix, k);
+				cut[k] = '\0';
+				prefix = cut;
+			}
 		} else if (PyBytes_Check(prefix_o)) {
-			prefix = PyBytes_AsString(prefix_o);
+			char *bytes;
+
+			if (PyBytes_AsStringAndSize(prefix_o, &bytes, &n) < 0)
+				return NULL;
+			if (memchr(bytes, 0, (size_t)n)) {
+				PyErr_Format(PyExc_ValueError,
+					     "prefix %R: allowed is bytes without NUL (a C string ends at "
+					     "the first)", prefix_o);
+				return NULL;
+			}
+			prefix = bytes;
 		} else {
 			PyErr_Format(PyExc_TypeError, "prefix %R: allowed is a str, bytes or None", prefix_o);
 			return NULL;
@@ -316,10 +387,18 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssi
 			return NULL;
 	}
 	if (dtype_o != Py_None) {
-		if (!PyUnicode_Check(dtype_o) || !(dtype = evspy_utf8(dtype_o)))
+		Py_ssize_t n;
+
+		if (!PyUnicode_Check(dtype_o) || !(dtype = PyUnicode_AsUTF8AndSize(dtype_o, &n)))
 			goto bad_dtype;
-		if (!dtype[0] || strlen(dtype) >= EVS_TENSOR_DTYPE_MAX)
+		if (n == 0 || n >= (Py_ssize_t)EVS_TENSOR_DTYPE_MAX)
 			goto bad_dtype;
+		if (memchr(dtype, 0, (size_t)n)) {
+			PyErr_Format(PyExc_ValueError,
+				     "dtype %R: allowed is a str without NUL characters (a C string ends "
+				     "at the first)", dtype_o);
+			return NULL;
+		}
 	}
 	t.prefix = prefix;
 	t.pipe = pipe ? (uint32_t)pipe : 1;
@@ -332,7 +411,7 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssi
 		return emit_result(r, core, "emit_tensor");
 	}
 	if (PyObject_GetBuffer(array, &b, PyBUF_RECORDS_RO) < 0)
-		return NULL;
+		return no_buffer(array, "array");
 	if (b.suboffsets) {
 		PyErr_SetString(PyExc_ValueError, "buffers with suboffsets (PIL-style) are not supported");
 		goto fail;
@@ -429,16 +508,21 @@ static PyObject *producer_stats(PyObject *o, PyObject *args, PyObject *kw)
 }
 
 /* wait_connected(cores=None, timeout=10.0): True once every core named
- * (a core, or a list; all by default) has a consumer, False at the timeout. */
+ * (a core, or a list; all by default) has a consumer, False at the timeout
+ * (None: no limit; the seconds rule of Stream.read()). */
 static PyObject *producer_wait_connected(PyObject *o, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "cores", "timeout", NULL };
 	ProducerObject *self = (ProducerObject *)o;
-	PyObject *cores = Py_None, *list = NULL;
-	double timeout = 10.0, deadline;
+	PyObject *cores = Py_None, *list = NULL, *to = NULL, *one;
+	double timeout, deadline;
 	Py_ssize_t n;
+	int err = 0;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|Od:wait_connected", kwlist, &cores, &timeout))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:wait_connected", kwlist, &cores, &to))
+		return NULL;
+	timeout = to ? evspy_timeout(to, INFINITY, &err) : 10.0;
+	if (to && err)
 		return NULL;
 	if (producer_check(self))
 		return NULL;
@@ -454,10 +538,21 @@ static PyObject *producer_wait_connected(PyObject *o, PyObject *args, PyObject *
 			}
 			Py_DECREF(v);
 		}
-	} else if (PyLong_Check(cores)) {
-		list = Py_BuildValue("[O]", cores);  /* one core */
+	} else if (PyIndex_Check(cores) && (one = PyNumber_Index(cores))) {
+		/* one core: an int, or anything with __index__ (numpy.int64) */
+		Py_DECREF(one);
+		list = Py_BuildValue("[O]", cores);
+	} else if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) {
+		return NULL;
 	} else {
+		/* a list of cores (a NumPy array has __index__, which refuses) */
+		PyErr_Clear();
 		list = PySequence_List(cores);
+		if (!list && PyErr_ExceptionMatches(PyExc_TypeError)) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_TypeError,
+				     "cores %R: allowed is None, a core (an int) or a list of cores", cores);
+		}
 	}
 	if (!list)
 		return NULL;

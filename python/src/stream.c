@@ -190,25 +190,6 @@ static PyObject *stream_iternext(PyObject *self)
 	return NULL; /* NEXT_END: StopIteration; NEXT_ERR: the exception */
 }
 
-static double parse_timeout(PyObject *o, double dflt, int *err)
-{
-	double t;
-
-	*err = 0;
-	if (!o || o == Py_None)
-		return dflt;
-	t = PyFloat_AsDouble(o);
-	if (t == -1.0 && PyErr_Occurred()) {
-		*err = 1;
-		return 0;
-	}
-	if (t < 0 || t != t) {
-		PyErr_Format(PyExc_ValueError, "timeout %R: allowed is None or seconds >= 0", o);
-		*err = 1;
-	}
-	return t;
-}
-
 static PyObject *stream_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
 			     PyObject *kwnames)
 {
@@ -223,7 +204,7 @@ static PyObject *stream_read(PyObject *self, PyObject *const *args, Py_ssize_t n
 	if (!evspy_positional(args, nargs, kwnames, 0, out, 1) &&
 	    evspy_parse_call(args, nargs, kwnames, "|O:read", kwlist, &to))
 		return NULL;
-	timeout = parse_timeout(to, -1, &err);
+	timeout = evspy_timeout(to, -1, &err);
 	if (err)
 		return NULL;
 	r = stream_next(s, timeout, &ev);
@@ -255,7 +236,7 @@ static PyObject *stream_read_batch(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	/* not given: 0 (what is there); None: for as long as it takes, as read() */
-	timeout = to ? parse_timeout(to, -1, &err) : 0;
+	timeout = to ? evspy_timeout(to, -1, &err) : 0;
 	if (to && err)
 		return NULL;
 	list = PyList_New(0);
@@ -493,7 +474,7 @@ static int producer_name(PyObject *producer, const char **name, PyObject **keep,
 		EVSPY_SETREF(*name_obj, n);
 		if (n == Py_None)
 			return 0;
-		*name = evspy_utf8(n);
+		*name = evspy_cstr(n, "producer name", NULL);
 		return *name ? 0 : -1;
 	}
 	if (!PyUnicode_Check(producer)) {
@@ -501,7 +482,7 @@ static int producer_name(PyObject *producer, const char **name, PyObject **keep,
 			     "producer %R: allowed is None, a producer name (str) or a Producer", producer);
 		return -1;
 	}
-	*name = evspy_utf8(producer);
+	*name = evspy_cstr(producer, "producer", NULL);
 	if (!*name)
 		return -1;
 	EVSPY_SETREF(*name_obj, Py_NewRef(producer));
@@ -636,7 +617,7 @@ PyObject *evspy_connect(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	if (core_o && evspy_parse_core(core_o, &core))
 		return NULL;
-	timeout = parse_timeout(to, 2.0, &err);
+	timeout = evspy_timeout(to, 2.0, &err);
 	if (err)
 		return NULL;
 	return (PyObject *)evspy_stream_open(producer, core, timeout, rdir);

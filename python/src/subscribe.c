@@ -427,9 +427,10 @@ static PyObject *sub_join(PyObject *o, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:join", kwlist, &to))
 		return NULL;
 	if (to != Py_None) {
-		double t = PyFloat_AsDouble(to);
+		int err;
+		double t = evspy_timeout(to, 0, &err);
 
-		if (t == -1.0 && PyErr_Occurred())
+		if (err)
 			return NULL;
 		deadline = evspy_now() + (t > 0 ? t : 1e-9);
 	}

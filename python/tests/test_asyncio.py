@@ -85,3 +85,66 @@ def test_add_reader_on_the_stream_fd(producer, name):
         s.close()
         return got
     assert asyncio.run(main()) == [b"0", b"1", b"2", b"3", b"4"]
+
+
+def test_async_close_wakes_a_waiting_read_and_unwatches_the_fd(producer, name):
+    """close() while tasks wait in read(t), read(None) and async for: each
+    wakes at once with the closed stream's ValueError (they waited until
+    their timeout, or forever), and the loop no longer watches the fd, so
+    the next stream, which may get the same fd number, reads (it failed
+    with FileExistsError)."""
+    async def main():
+        loop = asyncio.get_running_loop()
+        s = await evstream.aconnect(name, 0)
+
+        async def iterate():
+            async for ev in s:
+                pass
+
+        async def outcome(coro):
+            t0 = loop.time()
+            try:
+                await coro
+                return "returned", loop.time() - t0
+            except ValueError as e:
+                return "ValueError" if "closed" in str(e) else str(e), loop.time() - t0
+
+        waits = [outcome(s.read(30)), outcome(s.read(None)), outcome(iterate())]
+        loop.call_later(0.2, s.close)
+        got = await asyncio.wait_for(asyncio.gather(*waits), 20)
+        s2 = await evstream.aconnect(name, 0)
+        loop.call_later(0.1, producer.emit, 0, 3, b"x")
+        ev = await asyncio.wait_for(s2.read(20), 25)
+        data = bytes(ev.data) if ev is not None else None
+        s2.close()
+        return got, data
+    got, data = asyncio.run(main())
+    assert [g[0] for g in got] == ["ValueError"] * 3, got
+    assert all(g[1] < 10 for g in got), got
+    assert data == b"x"
+
+
+def test_async_two_tasks_reading_one_stream_both_wake(producer, name):
+    """Two tasks in read() on one AsyncStream: each event wakes a reader;
+    the first task was left waiting (its add_reader was replaced by the
+    second's) although its event was in the ring."""
+    async def main():
+        loop = asyncio.get_running_loop()
+        s = await evstream.aconnect(name, 0)
+
+        async def reader():
+            ev = await s.read(20)
+            return None if ev is None else bytes(ev.data)
+
+        def emit():
+            producer.emit(0, 3, b"a")
+            producer.emit(0, 3, b"b")
+        loop.call_later(0.2, emit)
+        t0 = loop.time()
+        got = await asyncio.wait_for(asyncio.gather(reader(), reader()), 30)
+        took = loop.time() - t0
+        s.close()
+        return got, took
+    got, took = asyncio.run(main())
+    assert sorted(got) == [b"a", b"b"], got
+    assert took < 10, took

@@ -95,6 +95,28 @@ def test_views_of_views_and_numpy_views_of_data(producer, name):
     assert s.held == 0
 
 
+def test_data_after_its_user_released_it_is_a_new_view(producer, name):
+    """ev.data.release() by its user, the event still leased: ev.data is a
+    new view of the data (it kept returning the released one, which can
+    read nothing); the lease's end still releases the view handed out."""
+    s = evstream.connect(name, 0)
+    assert producer.emit(0, 5, b"abcd")
+    ev = s.read(5)
+    first = ev.data
+    assert ev.data is first                 # the same one while it lives
+    first.release()
+    assert not ev.released and ev.held
+    again = ev.data
+    assert again is not first
+    assert bytes(again) == b"abcd" and ev.data is again
+    ev.release()
+    with pytest.raises(ValueError, match="released memoryview"):
+        bytes(again)
+    with pytest.raises(evstream.LeaseError):
+        ev.data
+    s.close()
+
+
 def test_copy_keeps_data_beyond_the_lease(producer, name):
     s = evstream.connect(name, 0)
     tensor(producer, 0, "keep", 7.0, n=6)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import evstream
+from conftest import RUNTIME_DIR, unique
 
 DTYPES = ["float64", "float32", "float16", "int64", "int32", "int16", "int8",
           "uint64", "uint32", "uint16", "uint8", "bool"]
@@ -131,6 +132,37 @@ def test_bfloat16_argument_on_empty_tensors_as_on_others(producer, name):
             with pytest.raises(ValueError, match="this tensor is float32, not bfloat16"):
                 ev.copy().array(bfloat16="float32")
     s.close()
+
+
+def test_bfloat16_0d_tensors_and_what_bfloat16_to_float32_takes(producer, name):
+    """A 0-d bfloat16 tensor converts (NumPy refused to view its scalar as
+    float32); bfloat16_to_float32 takes uint16 bits and buffers of them,
+    bytes read as host-order uint16 (an int() error before), and refuses
+    other dtypes by name (float32 values gave garbage)."""
+    s = evstream.connect(name, 0)
+    assert producer.emit_tensor(0, "bf", np.array(0x3FC0, np.uint16), dtype="bfloat16")
+    with s.read(5) as ev:
+        a = ev.array(bfloat16="float32")
+        assert (ev.shape, a.shape, a.dtype, float(a)) == ((), (), np.float32, 1.5)
+        assert float(evstream.bfloat16_to_float32(ev.array())) == 1.5
+        assert ev.copy().array(bfloat16="float32").shape == ()
+        assert evstream.bfloat16_to_float32(ev.data).tolist() == [1.5]
+    s.close()
+    bits = np.array([[0x3F80, 0xC020]], np.uint16)
+    want = [[1.0, -2.5]]
+    assert evstream.bfloat16_to_float32(bits).tolist() == want
+    assert evstream.bfloat16_to_float32(bits.astype(">u2")).tolist() == want
+    assert evstream.bfloat16_to_float32(bits.tobytes()).tolist() == want[0]
+    assert evstream.bfloat16_to_float32(bytearray(bits.tobytes())).tolist() == want[0]
+    assert evstream.bfloat16_to_float32(array.array("H", bits.ravel())).tolist() == want[0]
+    for bad, dt in ((np.array([1.0], np.float32), "float32"), (np.array([1], np.int16), "int16"),
+                    (array.array("f", [1.0]), "float32")):
+        with pytest.raises(TypeError, match="bits of dtype %s: allowed is uint16" % dt):
+            evstream.bfloat16_to_float32(bad)
+    with pytest.raises(TypeError, match="bits of type list: allowed is a uint16 array"):
+        evstream.bfloat16_to_float32([0x3F80])
+    with pytest.raises(ValueError, match="bits of 3 bytes: bfloat16 bits are 2 bytes each"):
+        evstream.bfloat16_to_float32(b"abc")
 
 
 def test_shapes_at_the_limits(producer, name):
@@ -365,6 +397,34 @@ def test_wait_connected(name):
             st.close()
 
 
+def test_wait_connected_takes_seconds_as_read_does_and_a_core_with_index(producer, name):
+    """timeout follows Stream.read()'s rule: None is no limit (it was a
+    TypeError), -1 and NaN are a ValueError naming them (-1 returned False,
+    NaN waited forever). A core is anything with __index__: numpy.int64(1)
+    was taken for a list of cores ('not iterable'); NumPy arrays of cores
+    are lists."""
+    s = evstream.connect(name, 1)
+    assert producer.wait_connected(1, None) is True
+    assert producer.wait_connected(timeout=None, cores=[1]) is True
+    for bad in (-1, -0.5, float("nan")):
+        with pytest.raises(ValueError) as e:
+            producer.wait_connected(1, bad)
+        assert str(e.value) == "timeout %r: allowed is None or seconds >= 0" % bad
+        with pytest.raises(ValueError) as e2:
+            s.read(bad)
+        assert str(e2.value) == str(e.value)
+    assert producer.wait_connected(np.int64(1), 0) is True
+    assert producer.wait_connected(np.array(1), 0) is True
+    assert producer.wait_connected(np.array([1]), 0) is True
+    assert producer.wait_connected(np.int64(0), 0) is False
+    assert producer.wait_connected([np.int64(1), np.uint8(0)], 0) is False
+    with pytest.raises(ValueError, match="core 2"):
+        producer.wait_connected(np.int64(2), 0)
+    with pytest.raises(TypeError, match="cores 5.0: allowed is None, a core"):
+        producer.wait_connected(5.0, 0)
+    s.close()
+
+
 def test_a_ring_sized_in_bytes_says_how_many_events_the_ring_as_made_holds():
     from conftest import run_python
     code = "import evstream; print(evstream.Producer(None, 1).stats(0).ring_bytes)"
@@ -390,3 +450,59 @@ def test_a_ring_sized_in_bytes_says_how_many_events_the_ring_as_made_holds():
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["2097152"]
     assert "(a ring of 2097152 bytes, rounded up to the page size) holds 1927 " in r.stderr
+
+
+def test_a_nul_in_a_name_prefix_dtype_or_directory_is_refused(producer, name):
+    """A str handed to the library as a C string is read up to its first
+    NUL: Producer('a\\0junk') made producer 'a', connect('a\\0other') reached
+    it, a prefix 'a\\0b' arrived as 'a'. Each is a ValueError naming the
+    argument and the value, and nothing is made, reached or sent."""
+    s = evstream.connect(name, 0)
+    fresh = unique("nul")
+    cases = [
+        ("name", fresh + "\0junk", lambda: evstream.Producer(fresh + "\0junk")),
+        ("runtime_dir", RUNTIME_DIR + "\0x",
+         lambda: evstream.Producer(unique(), runtime_dir=RUNTIME_DIR + "\0x")),
+        ("producer", name + "\0other", lambda: evstream.connect(name + "\0other", 1)),
+        ("runtime_dir", RUNTIME_DIR + "\0x",
+         lambda: evstream.connect(name, 1, runtime_dir=RUNTIME_DIR + "\0x")),
+        ("producer", name + "\0other",
+         lambda: evstream.subscribe(1, print, producer=name + "\0other")),
+        ("prefix", "a\0b", lambda: producer.emit_tensor(0, "a\0b", b"abcd")),
+        ("prefix", b"a\0b", lambda: producer.emit_tensor(0, b"a\0b", b"abcd")),
+        ("prefix", "a\0b", lambda: producer.emit_tensor(0, "a\0b")),
+        ("dtype", "fl\0oat", lambda: producer.emit_tensor(0, "x", b"abcd", dtype="fl\0oat")),
+        ("dtype", "float32\0x", lambda: evstream.dtype_size("float32\0x")),
+    ]
+    for what, value, call in cases:
+        with pytest.raises(ValueError) as e:
+            call()
+        assert type(e.value) is ValueError, (what, e.value)
+        assert str(e.value).startswith("%s %r: allowed is %s without NUL" % (
+            what, value, "bytes" if isinstance(value, bytes) else "a str")), str(e.value)
+    with pytest.raises(FileNotFoundError):
+        evstream.connect(fresh, 0, timeout=0)            # never made
+    assert producer.stats(1).connected == 0              # never reached
+    assert s.read(0) is None and producer.stats(0).produced == 0   # never sent
+    assert producer.emit_tensor(0, "a", b"abcd", dtype="fl")
+    assert s.read(5).prefix == "a"
+    s.close()
+
+
+def test_a_long_str_prefix_is_cut_at_a_character_boundary(producer, name):
+    """The library keeps 511 bytes of a prefix; a str is cut before the
+    character that would not fit whole (it was cut inside it, and arrived
+    with U+FFFD). Bytes are cut as they are."""
+    s = evstream.connect(name, 0)
+    for lead in range(4):
+        prefix = "a" * (508 + lead) + "\u20ac" * 3       # 3 bytes each
+        assert producer.emit_tensor(0, prefix, b"abcd")
+        ev = s.read(5)
+        kept = len(prefix[:508 + lead].encode()) + 3 * ((511 - 508 - lead) // 3)
+        assert ev.prefix == prefix.encode()[:kept].decode(), (lead, ev.prefix[-4:])
+        assert "\ufffd" not in ev.prefix
+        ev.release()
+    exact = "b" * 508 + "\u20ac"                          # 511 bytes: kept whole
+    assert producer.emit_tensor(0, exact)
+    assert s.read(5).prefix == exact
+    s.close()

@@ -182,6 +182,23 @@ JOIN_CTRL_C = textwrap.dedent("""
 """)
 
 
+def test_join_takes_seconds_as_read_does(producer, name):
+    """join(-1) and join(nan) returned False at once: a ValueError naming
+    them now, as Stream.read() says; None waits for the end."""
+    sub = evstream.subscribe(0, lambda ev: None, producer=name)
+    try:
+        for bad in (-1, float("nan")):
+            with pytest.raises(ValueError) as e:
+                sub.join(bad)
+            assert str(e.value) == "timeout %r: allowed is None or seconds >= 0" % bad
+        with pytest.raises(TypeError):
+            sub.join("1")
+        assert sub.join(0) is False and sub.running
+    finally:
+        sub.unsubscribe()
+    assert sub.join(None) is True
+
+
 def test_join_is_interrupted_by_ctrl_c():
     r = run_python(JOIN_CTRL_C.format(name=unique("join")), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -262,6 +262,31 @@ def test_events_lost_in_both_runs_are_not_a_divergence(tmp_path):
     assert "core 0 seq 10 'h' is only in A: B lost it" in err
 
 
+def test_compare_show_counts_what_it_leaves_out(tmp_path):
+    """--show N lists N rows and says how many more, in the table and in
+    the tensors in one dump only (the first of those is named whatever N
+    is); --show 0 prints no table header without rows; a negative N is
+    refused by name, exit 2 (-1 listed all rows but one and said one more
+    than were left out)."""
+    write_run(tmp_path / "gold", steps=6)
+    write_run(tmp_path / "a", steps=6, lost={1, 3, 5, 7},
+              change={s: (lambda a: a + 0.5) for s in (0, 2, 4, 6, 8)})
+    for show, listed, more in ((3, 3, "  ... 2 more (--show N)"), (1, 1, "  ... 4 more"),
+                               (0, 0, "  ... 5 rows not shown (--show N)"), (5, 5, None)):
+        rc, out, err = compare(tmp_path / "a", tmp_path / "gold", "--show", show)
+        assert rc == 2, out + err
+        assert "5 of 8 tensors diverge; 4 more are in one dump only" in out, out
+        assert out.count("DIVERGES") == listed, out
+        assert ("status" in out) == (listed > 0), out
+        assert (more in out) if more else "more (--show N)" not in out, out
+        named = err.count(" is only in B: A lost it")
+        assert named == min(max(show, 1), 4), err  # the first, then up to show in all
+        assert ("  ... %d more (--show N)" % (4 - named) in err) == (named < 4), err
+    rc, out, err = compare(tmp_path / "a", tmp_path / "gold", "--show", "-1")
+    assert rc == 2 and out == "", out
+    assert "--show -1: allowed is a count of rows >= 0" in err, err
+
+
 def test_a_golden_run_of_another_runtime_says_what_was_lost(tmp_path):
     # the golden run's seqs differ (a print first), so tensors are matched
     # by order of their prefix: a lost one is said, and so is what it does

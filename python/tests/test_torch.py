@@ -162,6 +162,28 @@ def test_emit_tensor_of_dtypes_without_a_name():
         s.close()
 
 
+def test_emit_tensor_refuses_what_is_not_a_tensor_and_producer_names_the_way():
+    """evstream.torch.emit_tensor of a NumPy array: a TypeError naming what
+    is allowed (AttributeError 'detach' before); Producer.emit_tensor and
+    emit of a torch tensor name evstream.torch.emit_tensor and .numpy()
+    (only 'a bytes-like object is required' before)."""
+    with evstream.Producer(None, 1) as p:
+        for bad, tname in ((np.zeros(3), "ndarray"), ([1.0], "list")):
+            with pytest.raises(TypeError, match="t of type %s: allowed is a torch.Tensor" % tname):
+                evs_torch.emit_tensor(p, 0, "x", bad)
+        t = torch.zeros(3)
+        for call, what in ((lambda: p.emit_tensor(0, "x", t), "array"),
+                           (lambda: p.emit(0, 5, t), "data")):
+            with pytest.raises(TypeError) as e:
+                call()
+            assert str(e.value).startswith(
+                "%s of type torch.Tensor has no buffer: send a torch tensor with "
+                "evstream.torch.emit_tensor(producer, core, prefix, t), or pass t.numpy()" % what)
+        with pytest.raises(TypeError, match=r"array of type list: allowed is None or a buffer"):
+            p.emit_tensor(0, "x", [1.0])
+        assert p.stats(0).produced == 0
+
+
 def test_watch_checks_its_arguments(name):
     model = torch.nn.Linear(2, 2)
     with pytest.raises(TypeError, match="producer 'a-name': allowed is an evstream.Producer"):
