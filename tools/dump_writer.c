@@ -686,6 +686,12 @@ static int record(struct dump_writer *w, unsigned int core, const struct evs_eve
 		return err;
 	/* seq counts every emit, dropped ones too: a jump is what was lost */
 	gap = h->seq >= c->next_seq ? h->seq - c->next_seq : 0;
+	if (h->seq >= c->base) {
+		uint64_t from = c->next_seq > c->base ? c->next_seq : c->base;
+
+		c->base_events++;
+		c->base_gaps += h->seq > from ? h->seq - from : 0;
+	}
 	c->next_seq = h->seq + 1;
 	c->gaps += gap;
 	c->events++;

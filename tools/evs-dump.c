@@ -149,8 +149,10 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 		evs_consumer__stats(s->c, &st);
 		if (json) {
 			fprintf(f, "%s{\"core\":%u,\"events\":%" PRIu64 ",\"tensors\":%" PRIu64
-				",\"bytes\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"produced\":%" PRIu64,
-				i ? "," : "", s->core, c->events, c->tensors, c->bytes, c->gaps, st.produced);
+				",\"bytes\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"produced_before\":%" PRIu64
+				",\"dropped_before\":%" PRIu64 ",\"produced\":%" PRIu64 ",\"dropped\":%" PRIu64,
+				i ? "," : "", s->core, c->events, c->tensors, c->bytes, c->gaps, c->base,
+				c->base_dropped, st.produced, st.dropped);
 			for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
 				fprintf(f, ",\"%s\":%" PRIu64, evs_drop_cause_name(k), st.dropped_events[k]);
 			fprintf(f, ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"unrepresentable\":%" PRIu64
@@ -165,8 +167,27 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 			fprintf(f, " %7" PRIu64 "\n", c->failed);
 		}
 	}
-	if (json)
+	if (json) {
 		fprintf(f, "]}\n");
+		return;
+	}
+	/* drops after a core's last event read show as no gap: said, so the
+	 * table's columns add up */
+	for (unsigned int i = 0; i < d->fl.n; i++) {
+		struct follow_stream *s = &d->fl.s[i];
+		struct evs_stream_stats st = { .sz = sizeof(st) };
+		const struct dump_core *c = &d->w.cores[s->core];
+
+		/* since it was connected: its drops less the gaps among them */
+		if (evs_consumer__stats(s->c, &st) || st.dropped - c->base_dropped <= c->base_gaps)
+			continue;
+		fprintf(f, "  core %u: %" PRIu64 " of its drops came after the last event read", s->core,
+			st.dropped - c->base_dropped - c->base_gaps);
+		if (c->events)
+			fprintf(f, " (seq %" PRIu64 "): no later event shows them as a gap\n", c->next_seq - 1);
+		else
+			fprintf(f, " (none was read)\n");
+	}
 }
 
 /*
@@ -287,8 +308,17 @@ static int run(struct dumper *d)
 static int add_core(void *ctx, struct follow_stream *s)
 {
 	struct dumper *d = ctx;
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	int err = dump_writer_add_core(&d->w, s->core);
 
-	return dump_writer_add_core(&d->w, s->core);
+	/* the counters as the dump finds them: what it accounts for is
+	 * what comes after (taken after connecting, every later event's
+	 * drop or commit is ours to see) */
+	if (!err && !evs_consumer__stats(s->c, &st)) {
+		d->w.cores[s->core].base = st.produced;
+		d->w.cores[s->core].base_dropped = st.dropped;
+	}
+	return err;
 }
 
 int main(int argc, char **argv)
