@@ -298,6 +298,9 @@ int main(int argc, char **argv)
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* stderr read by one who left (| head): the write fails, and the
+	 * streams are still closed on the way out (as evs-dump, follow.c) */
+	signal(SIGPIPE, SIG_IGN);
 	{
 		EVS_OPTS(evs_producer_opts, po, .ring_bytes = d.ring_bytes);
 
