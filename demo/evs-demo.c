@@ -242,11 +242,11 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 't':
-			if (cli_parse_double("--seconds", optarg, 0, CLI_SECONDS_MAX, "seconds", &d.seconds))
+			if (cli_parse_double("--seconds", optarg, CLI_SECONDS_MIN, CLI_SECONDS_MAX, "seconds", &d.seconds))
 				return 2;
 			break;
 		case 'n':
-			if (cli_parse_u64("--events", optarg, 0, UINT64_MAX, 0, &d.max_events))
+			if (cli_parse_u64("--events", optarg, 1, UINT64_MAX, 0, &d.max_events))
 				return 2;
 			break;
 		case 'P':

@@ -32,15 +32,25 @@ for b in evs-dump evs-demo evs-soak evs-example evs-bench; do
 done
 
 # evs-dump: junk suffixes, overflow, a negative time; nothing is created
-refused evs-dump --events 5i "a whole number from 0 up" -o "$T/d"
-refused evs-dump --events 10K "a whole number from 0 up" -o "$T/d"
-refused evs-dump --bytes 5b "a size in bytes from 0 up (K, M, G" -o "$T/d"
+refused evs-dump --events 5i "a whole number from 1 up" -o "$T/d"
+refused evs-dump --events 10K "a whole number from 1 up" -o "$T/d"
+refused evs-dump --bytes 5b "a size in bytes from 1 up (K, M, G" -o "$T/d"
 refused evs-dump --bytes 5Kx "a size in bytes" -o "$T/d"
 refused evs-dump --bytes 99999999999G "a size in bytes" -o "$T/d"
 refused evs-dump --bytes 99999999999999999999 "a size in bytes" -o "$T/d"
-refused evs-dump --seconds abc "a number of seconds from 0 to" -o "$T/d"
+refused evs-dump --seconds abc "a number of seconds from 0.001 to" -o "$T/d"
 refused evs-dump --wait -1 "a number of seconds from 0 to" -o "$T/d"
 refused evs-dump --seconds nan "a number of seconds" -o "$T/d"
+# decimal only: strtod took hexadecimal ("0x10" was 16 s)
+refused evs-dump --seconds 0x10 "a number of seconds from 0.001 to" -o "$T/d"
+refused evs-dump --wait 0x1p3 "a number of seconds from 0 to" -o "$T/d"
+refused evs-demo --rate 0x10 "a number of events per second from 0 to" --events 1 --wait-consumers 0 --name "cli-$$"
+# a limit is a limit: 0 read as "no limit", which no help text says
+refused evs-dump --events 0 "a whole number from 1 up" -o "$T/d"
+refused evs-dump --bytes 0 "a size in bytes from 1 up" -o "$T/d"
+refused evs-dump --seconds 0 "a number of seconds from 0.001 to" -o "$T/d"
+refused evs-demo --events 0 "a whole number from 1 up" --seconds 0.2 --wait-consumers 0 --name "cli-$$"
+refused evs-demo --seconds 0 "a number of seconds from 0.001 to" --events 1 --wait-consumers 0 --name "cli-$$"
 [ -e "$T/d" ] && { echo "FAIL: evs-dump created its output directory before refusing"; fails=$((fails + 1)); }
 
 # says MESSAGE ARGS...: the command exits 2 with MESSAGE on stderr (for
@@ -73,6 +83,8 @@ if [ -x "$B/evs-forward" ]; then
 	done
 	says "evs-forward: --cores '4096': core 4096 is out of range; cores are 0 to 4095" "$B/evs-forward" \
 		--cores 4096 --brokers 127.0.0.1:9 --topic t x
+	says "evs-forward: --seconds '0' is out of range; allowed is a number of seconds from 0.001 to" \
+		"$B/evs-forward" --seconds 0 --brokers 127.0.0.1:9 --topic t x
 else
 	echo "SKIP: evs-forward is not built (no librdkafka): its --cores not checked"
 fi

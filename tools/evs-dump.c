@@ -367,15 +367,15 @@ int main(int argc, char **argv)
 			all_cores = false;
 			break;
 		case 'n':
-			if (cli_parse_u64("--events", optarg, 0, UINT64_MAX, 0, &d.max_events))
+			if (cli_parse_u64("--events", optarg, 1, UINT64_MAX, 0, &d.max_events))
 				return 2;
 			break;
 		case 'b':
-			if (cli_parse_u64("--bytes", optarg, 0, UINT64_MAX, CLI_SIZE, &d.max_bytes))
+			if (cli_parse_u64("--bytes", optarg, 1, UINT64_MAX, CLI_SIZE, &d.max_bytes))
 				return 2;
 			break;
 		case 't':
-			if (cli_parse_double("--seconds", optarg, 0, CLI_SECONDS_MAX, "seconds", &seconds))
+			if (cli_parse_double("--seconds", optarg, CLI_SECONDS_MIN, CLI_SECONDS_MAX, "seconds", &seconds))
 				return 2;
 			break;
 		case 'w':

@@ -873,7 +873,7 @@ int main(int argc, char **argv)
 			break;
 		case 'H': f.host = optarg; break;
 		case 't':
-			if (cli_parse_double("--seconds", optarg, 0, CLI_SECONDS_MAX, "seconds", &seconds))
+			if (cli_parse_double("--seconds", optarg, CLI_SECONDS_MIN, CLI_SECONDS_MAX, "seconds", &seconds))
 				return 2;
 			break;
 		case 'w':
