@@ -223,7 +223,7 @@ int main(int argc, char **argv)
 			  .burst_at = -1 };
 	const char *name = "evs-demo", *verify = NULL;
 	double wait_s = 10;
-	bool allow_missing = false, hold = false;
+	bool allow_missing = false, hold = false, burst_given = false;
 	struct worker *w;
 	struct sigaction sa = { .sa_handler = on_signal };
 	uint64_t v;
@@ -277,6 +277,7 @@ int main(int argc, char **argv)
 		case 'b':
 			if (cli_parse_u64("--burst", optarg, 0, UINT64_MAX, 0, &d.burst))
 				return 2;
+			burst_given = true;
 			break;
 		case 'w':
 			if (cli_parse_double("--wait-consumers", optarg, 0, CLI_SECONDS_MAX, "seconds", &wait_s))
@@ -291,6 +292,16 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc) {
 		usage(stderr);
+		return 2;
+	}
+	/* each is nothing without the other: said, not ignored */
+	if (burst_given != (d.burst_at >= 0)) {
+		fprintf(stderr, "evs-demo: %s without %s: a burst is --burst-at K --burst N, both\n",
+			burst_given ? "--burst" : "--burst-at", burst_given ? "--burst-at" : "--burst");
+		return 2;
+	}
+	if (allow_missing && !verify) {
+		fprintf(stderr, "evs-demo: --allow-missing is allowed only with --verify DIR\n");
 		return 2;
 	}
 	if (verify)

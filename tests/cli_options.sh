@@ -93,6 +93,25 @@ for bad in 5x 0 -3 ""; do
 	says "EVENTS '$bad' is not allowed: use 1 to 1000000" "$B/evs-example" produce "cli-$$" "$bad"
 done
 
+# Options that do nothing in a combination are refused, naming the option
+# and what is allowed (exit 2), not ignored: --convert reads no producer
+mkdir -p "$T/raw"
+says "evs-dump: unexpected argument 'some-producer': --convert RAWDIR takes no PRODUCER" \
+	"$B/evs-dump" --convert "$T/raw" -o "$T/conv" some-producer extra-arg
+for o in "--cores:-c 0" "--events:-n 5" "--index-only:-i" "--seconds:-t 1" "--bytes:-b 1K" "--raw:-r" "--wait:-w 1"; do
+	says "evs-dump: ${o%%:*} is not allowed with --convert RAWDIR, which takes only -o OUTDIR, --progress, --summary and --quiet" \
+		"$B/evs-dump" --convert "$T/raw" -o "$T/conv" ${o#*:}
+done
+says "is not allowed with --convert RAWDIR" "$B/evs-dump" --convert "$T/raw" -o "$T/conv" -c 0 -n 5 -i -t 1
+[ -e "$T/conv" ] && { echo "FAIL: evs-dump --convert made its output directory before refusing"; fails=$((fails + 1)); }
+# ... a burst needs both its options, --allow-missing a --verify
+says "evs-demo: --burst without --burst-at: a burst is --burst-at K --burst N, both" \
+	"$B/evs-demo" --burst 5 --events 1 --wait-consumers 0 --name "cli-$$"
+says "evs-demo: --burst-at without --burst: a burst is --burst-at K --burst N, both" \
+	"$B/evs-demo" --burst-at 5 --events 1 --wait-consumers 0 --name "cli-$$"
+says "evs-demo: --allow-missing is allowed only with --verify DIR" \
+	"$B/evs-demo" --allow-missing --events 1 --wait-consumers 0 --name "cli-$$"
+
 # evs-demo
 refused evs-demo --ring 8X "a size in bytes"
 refused evs-demo --cores 0 "a whole number from 1 to 4096"

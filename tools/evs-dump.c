@@ -351,6 +351,7 @@ int main(int argc, char **argv)
 	static unsigned char core_set[FOLLOW_MAX_CORES];
 	struct dumper d = { .fl = { .name = "evs-demo", .doing = "dumping", .done = "dumped", .took = "drained" } };
 	const char *out = NULL, *convert = NULL;
+	const char *live = NULL;  /* the last option --convert has no use for */
 	enum dump_mode mode = DUMP_NPY;
 	bool all_cores = true, print = true, quiet = false;
 	bool tty = isatty(STDERR_FILENO);
@@ -365,25 +366,30 @@ int main(int argc, char **argv)
 			if (follow_parse_cores(optarg, core_set))
 				return 2;
 			all_cores = false;
+			live = "--cores";
 			break;
 		case 'n':
 			if (cli_parse_u64("--events", optarg, 1, UINT64_MAX, 0, &d.max_events))
 				return 2;
+			live = "--events";
 			break;
 		case 'b':
 			if (cli_parse_u64("--bytes", optarg, 1, UINT64_MAX, CLI_SIZE, &d.max_bytes))
 				return 2;
+			live = "--bytes";
 			break;
 		case 't':
 			if (cli_parse_double("--seconds", optarg, CLI_SECONDS_MIN, CLI_SECONDS_MAX, "seconds", &seconds))
 				return 2;
+			live = "--seconds";
 			break;
 		case 'w':
 			if (cli_parse_double("--wait", optarg, 0, CLI_SECONDS_MAX, "seconds", &wait_s))
 				return 2;
+			live = "--wait";
 			break;
-		case 'i': mode = DUMP_INDEX_ONLY; break;
-		case 'r': mode = DUMP_RAW; break;
+		case 'i': mode = DUMP_INDEX_ONLY; live = "--index-only"; break;
+		case 'r': mode = DUMP_RAW; live = "--raw"; break;
 		case 'C': convert = optarg; break;
 		case 'N': print = false; break;
 		case 'p': d.progress = true; d.summary = true; break;
@@ -438,6 +444,16 @@ int main(int argc, char **argv)
 	if (convert) {
 		char def[4096];
 
+		/* what reads a producer has nothing to do here: said, not ignored */
+		if (live || optind < argc) {
+			if (live)
+				fprintf(stderr, "evs-dump: %s is not allowed with --convert RAWDIR, which takes "
+					"only -o OUTDIR, --progress, --summary and --quiet\n", live);
+			else
+				fprintf(stderr, "evs-dump: unexpected argument '%s': --convert RAWDIR takes no "
+					"PRODUCER\n", argv[optind]);
+			return 2;
+		}
 		if (!out) {
 			snprintf(def, sizeof(def), "%s/npy", convert);
 			out = def;
