@@ -291,6 +291,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
+		fprintf(stderr, "evs-demo: unexpected argument '%s': it takes options only\n", argv[optind]);
 		usage(stderr);
 		return 2;
 	}

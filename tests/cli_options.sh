@@ -67,9 +67,12 @@ says() {
 }
 
 # evs-dump --cores takes digits, commas and ranges only
-for bad in +1 " 1" 1- 2-1 0,,1 ""; do
+# (a comma only between two items: "0," as ",0", which alone was refused)
+for bad in +1 " 1" 1- 0,,1 "" 0, ,0 0-1,; do
 	says "--cores '$bad': use a list like 0,2-3" "$B/evs-dump" --cores "$bad" -o "$T/d" x
 done
+# ... and a reversed range is said to be one
+says "--cores '3-1': the range 3-1 is reversed (write 1-3); use a list like 0,2-3" "$B/evs-dump" --cores 3-1 -o "$T/d" x
 # ... and cores 0 to 4095: a core beyond is named with the range
 says "--cores '5000': core 5000 is out of range; cores are 0 to 4095" "$B/evs-dump" --cores 5000 -o "$T/d" x
 says "--cores '0,2-4096': core 4096 is out of range; cores are 0 to 4095" "$B/evs-dump" --cores 0,2-4096 -o "$T/d" x
@@ -77,10 +80,14 @@ says "--cores '99999999999999999999': core 99999999999999999999 is out of range"
 # evs-forward reads --cores by the same rule (tools/common/follow.c), before
 # it looks for Kafka; an empty list was taken, and forwarded nothing, exit 0
 if [ -x "$B/evs-forward" ]; then
-	for bad in "" 2-1 " 1"; do
+	for bad in "" " 1" 0,; do
 		says "evs-forward: --cores '$bad': use a list like 0,2-3" "$B/evs-forward" --cores "$bad" \
 			--brokers 127.0.0.1:9 --topic t x
 	done
+	says "evs-forward: --cores '2-1': the range 2-1 is reversed (write 1-2)" "$B/evs-forward" --cores 2-1 \
+		--brokers 127.0.0.1:9 --topic t x
+	says "evs-forward: unexpected argument 'extra': it takes one PRODUCER at most" "$B/evs-forward" \
+		--brokers 127.0.0.1:9 --topic t x extra
 	says "evs-forward: --cores '4096': core 4096 is out of range; cores are 0 to 4095" "$B/evs-forward" \
 		--cores 4096 --brokers 127.0.0.1:9 --topic t x
 	says "evs-forward: --seconds '0' is out of range; allowed is a number of seconds from 0.001 to" \
@@ -134,6 +141,9 @@ says "evs-soak: --ring '1000G' with 8 streams: ring_bytes=1073741824000 is out o
 # Stray arguments are refused, not ignored; --help is an answer, not an error
 says "evs-soak: unexpected argument 'extra': it takes options only" "$B/evs-soak" --seconds 1 extra
 says "evs-bench: unexpected argument 'extra': it takes options only" "$B/evs-bench" --quick extra
+says "evs-demo: unexpected argument 'extra': it takes options only" "$B/evs-demo" -w0 -n1 --name "cli-$$" extra
+says "evs-dump: unexpected argument 'b': it takes one PRODUCER at most" "$B/evs-dump" -o "$T/d" a b
+[ -x "$B/evs-drops" ] && says "evs-drops: unexpected argument 'extra': it takes options only" "$B/evs-drops" extra
 if "$B/evs-soak" --help >"$T/out" 2>"$T/err" && grep -q '^usage: evs-soak' "$T/out" && [ ! -s "$T/err" ]; then
 	echo "ok: evs-soak --help: $(head -1 "$T/out")"
 else

@@ -463,6 +463,8 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		d.fl.name = argv[optind++];
 	if (optind < argc) {
+		fprintf(stderr, "evs-dump: unexpected argument '%s': it takes one PRODUCER at most\n",
+			argv[optind]);
 		usage(stderr);
 		return 2;
 	}

@@ -901,6 +901,8 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		f.fl.name = argv[optind++];
 	if (optind < argc) {
+		fprintf(stderr, "evs-forward: unexpected argument '%s': it takes one PRODUCER at most\n",
+			argv[optind]);
 		usage(stderr);
 		return 2;
 	}
