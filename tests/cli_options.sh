@@ -88,6 +88,24 @@ if [ -x "$B/evs-forward" ]; then
 		--brokers 127.0.0.1:9 --topic t x
 	says "evs-forward: unexpected argument 'extra': it takes one PRODUCER at most" "$B/evs-forward" \
 		--brokers 127.0.0.1:9 --topic t x extra
+	# --json FILE is opened before anything is forwarded (it failed at the
+	# end, after forwarding everything); empty --brokers and --topic are
+	# refused at once (it waited its whole timeout for Kafka at '')
+	says "evs-forward: --json '$T/nodir/x.json': cannot write it: No such file or directory" \
+		"$B/evs-forward" --json "$T/nodir/x.json" --brokers 127.0.0.1:9 --topic t --timeout 0.5 x
+	says "evs-forward: --json '$T': cannot write it: Is a directory" \
+		"$B/evs-forward" --json "$T" --brokers 127.0.0.1:9 --topic t --timeout 0.5 x
+	says "evs-forward: --brokers '' is empty: allowed is host:port" "$B/evs-forward" --brokers '' --topic t x
+	says "evs-forward: --topic '' is empty: allowed is a topic name" "$B/evs-forward" --brokers 127.0.0.1:9 --topic '' x
+	says "evs-dump: --kafka '' is empty: allowed is host:port" "$B/evs-dump" --kafka '' --topic t -o "$T/k"
+	says "evs-dump: --topic '' is empty: allowed is a topic name" "$B/evs-dump" --kafka 127.0.0.1:9 --topic '' -o "$T/k"
+	# ... and a file it made for a run whose setup failed is taken back
+	"$B/evs-forward" --json "$T/j.json" --brokers 127.0.0.1:9 --topic t --timeout 0.5 x 2>"$T/err"
+	if [ -e "$T/j.json" ]; then
+		echo "FAIL: evs-forward --json: a run refused at setup left $T/j.json"; fails=$((fails + 1))
+	else
+		echo "ok: evs-forward --json: a run refused at setup ($(head -1 "$T/err")) leaves no file"
+	fi
 	says "evs-forward: --cores '4096': core 4096 is out of range; cores are 0 to 4095" "$B/evs-forward" \
 		--cores 4096 --brokers 127.0.0.1:9 --topic t x
 	says "evs-forward: --seconds '0' is out of range; allowed is a number of seconds from 0.001 to" \
@@ -141,6 +159,11 @@ says "evs-soak: --ring '1000G' with 8 streams: ring_bytes=1073741824000 is out o
 # Stray arguments are refused, not ignored; --help is an answer, not an error
 says "evs-soak: unexpected argument 'extra': it takes options only" "$B/evs-soak" --seconds 1 extra
 says "evs-bench: unexpected argument 'extra': it takes options only" "$B/evs-bench" --quick extra
+# evs-bench --plot-dir is checked before measuring (it warned after, exit 0)
+says "evs-bench: --plot-dir '$T/none': cannot write files in it: No such file or directory" \
+	"$B/evs-bench" --quick --only limits --plot-dir "$T/none"
+says "evs-bench: --plot-dir '$T/out': cannot write files in it: not a directory" \
+	"$B/evs-bench" --quick --only limits --plot-dir "$T/out"
 says "evs-demo: unexpected argument 'extra': it takes options only" "$B/evs-demo" -w0 -n1 --name "cli-$$" extra
 says "evs-dump: unexpected argument 'b': it takes one PRODUCER at most" "$B/evs-dump" -o "$T/d" a b
 [ -x "$B/evs-drops" ] && says "evs-drops: unexpected argument 'extra': it takes options only" "$B/evs-drops" extra

@@ -425,6 +425,13 @@ int main(int argc, char **argv)
 				"--cores, --wait, --bytes or --convert\n");
 			return 2;
 		}
+		/* librdkafka would wait its whole timeout for no broker at all */
+		if (!*ko.brokers || !*ko.topic) {
+			fprintf(stderr, "evs-dump: %s '' is empty: allowed is %s\n",
+				!*ko.brokers ? "--kafka" : "--topic",
+				!*ko.brokers ? "host:port[,host:port...]" : "a topic name");
+			return 2;
+		}
 #ifdef EVS_KAFKA
 		ko.props = kprops;
 		ko.out = out;
