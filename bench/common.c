@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "bench.h"
 #include "jsonl.h"
@@ -365,8 +366,31 @@ void rep_lat(const char *k, const struct lat *l)
 	rep_obj_end();
 }
 
+/* --plot-dir, before anything is measured: a directory that cannot take
+ * the files is refused then (exit 2), not found out after the run. */
+static void plot_dir_check(void)
+{
+	struct stat st;
+	const char *why = NULL;
+
+	if (!bopt.plot_dir)
+		return;
+	if (stat(bopt.plot_dir, &st) < 0)
+		why = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		why = "not a directory";
+	else if (access(bopt.plot_dir, W_OK | X_OK) < 0)
+		why = strerror(errno);
+	if (why) {
+		fprintf(stderr, "%s: --plot-dir '%s': cannot write files in it: %s\n",
+			program_invocation_short_name, bopt.plot_dir, why);
+		exit(2);
+	}
+}
+
 void rep_begin(void)
 {
+	plot_dir_check();
 	js_put("{");
 	js_first = true;
 }

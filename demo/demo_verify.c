@@ -10,6 +10,12 @@
  * events past the last line of their core, and temporaries, were in flight
  * when the dumper stopped: counted in that line, not as problems (the
  * rule of demo/verify_dump.py).
+ *
+ * A whole dump's drops are then accounted against its summary.json, the
+ * producer's counters: for each core, the drops the index shows as gaps
+ * plus those after its last line (which no later line can show) make the
+ * producer's count; the events after the last line are said, and a count
+ * that cannot add up is a problem.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +31,7 @@
 
 #include "demo_gen.h"
 #include "demo_verify.h"
+#include "evstream/evstream.h"
 #include "jsonl.h"
 #include "npy.h"
 
@@ -36,6 +43,13 @@ struct verify {
 	uint64_t lines, tensors, prints, bytes, files, gaps, missing, bad;
 	uint64_t next_seq[MAX_CORES];
 	uint64_t last_ts[MAX_CORES];
+	uint64_t core_lines[MAX_CORES], core_gaps[MAX_CORES];
+	/* summary.json: what the producer had offered when the dump connected
+	 * to the core (UINT64_MAX: not known); of the lines from there on, how
+	 * many, and the seqs missing between them */
+	uint64_t base[MAX_CORES], base_lines[MAX_CORES], base_gaps[MAX_CORES];
+	uint64_t tail_dropped;  /* after the last line of their core */
+	bool accounted;         /* summary.json has the producer's counters */
 };
 
 static void fail(struct verify *v, uint64_t line, const char *fmt, ...)
@@ -139,7 +153,7 @@ static void check_file(struct verify *v, uint64_t ln, const char *file, const st
 static void check_line(struct verify *v, uint64_t ln, const char *line, int pattern, uint64_t seed,
 		       bool allow_missing)
 {
-	uint64_t seq, core, gap, bytes, pipe, shape[8], ts;
+	uint64_t seq, core, gap, bytes, pipe, shape[8], ts, prev;
 	char kind[16], dtype[32], prefix[1200], want[1200], file[256];
 	struct demo_event e;
 	uint32_t ndim = 0;
@@ -150,11 +164,20 @@ static void check_line(struct verify *v, uint64_t ln, const char *line, int patt
 		fail(v, ln, "malformed line: %.80s", line);
 		return;
 	}
+	prev = v->next_seq[core];
 	if (seq < v->next_seq[core] || gap != seq - v->next_seq[core])
 		fail(v, ln, "core %" PRIu64 " seq %" PRIu64 ": gap %" PRIu64 " does not follow seq %" PRIu64,
 		     core, seq, gap, v->next_seq[core] - 1);
 	v->next_seq[core] = seq + 1;
 	v->gaps += gap;
+	v->core_lines[core]++;
+	v->core_gaps[core] += gap;
+	if (seq >= v->base[core]) {
+		uint64_t from = prev > v->base[core] ? prev : v->base[core];
+
+		v->base_lines[core]++;
+		v->base_gaps[core] += seq > from ? seq - from : 0;
+	}
 	if (!json_get_u64(line, "ts_ns", &ts)) {
 		/* CLOCK_MONOTONIC at commit, one producer thread per core */
 		if (ts < v->last_ts[core])
@@ -241,6 +264,130 @@ static uint64_t count_npy(struct verify *v, uint64_t *late)
 	return n;
 }
 
+/* A whole dump's summary.json, read whole; NULL (and nothing said) when
+ * there is none. */
+static char *summary_cores(const char *path, char **cores)
+{
+	uint8_t *data = NULL;
+	size_t len = 0;
+
+	if (read_file(path, &data, &len))
+		return NULL;
+	data[len] = '\0';
+	*cores = strstr((char *)data, "\"cores\":[");
+	return (char *)data;
+}
+
+/* The next object of the "cores" array at *p, '\0'-terminated in place
+ * (they are flat: no brace in them, not even in a string); NULL at the end. */
+static char *next_core(char **p)
+{
+	char *obj = *p ? strchr(*p, '{') : NULL, *end = obj ? strchr(obj, '}') : NULL;
+
+	if (!end)
+		return NULL;
+	*end++ = '\0';
+	*p = *end == ',' ? end : NULL;
+	return obj;
+}
+
+/* Before the index is read: where each core's accounting starts. */
+static void read_bases(struct verify *v, const char *path)
+{
+	char *cores, *data = summary_cores(path, &cores), *obj;
+	uint64_t core, base;
+
+	for (unsigned int i = 0; i < MAX_CORES; i++)
+		v->base[i] = UINT64_MAX;
+	if (!data)
+		return;
+	while ((obj = next_core(&cores)))
+		if (!json_get_u64(obj, "core", &core) && core < MAX_CORES &&
+		    !json_get_u64(obj, "produced_before", &base))
+			v->base[core] = base;
+	free(data);
+}
+
+/*
+ * One core of summary.json (an object of its "cores" array) against the
+ * index. From the moment the dump connected (produced_before,
+ * dropped_before), every event the producer offered is a line, a seq
+ * missing between lines (dropped), or after the last line (dropped, or
+ * committed and not read because the dump stopped first). Below that,
+ * a missing seq may be another consumer's: not accounted.
+ */
+static void account_core(struct verify *v, const char *obj)
+{
+	uint64_t core, events, gaps, produced, dropped, base, base_dropped;
+	uint64_t from, tail, since, tail_dropped;
+
+	if (json_get_u64(obj, "core", &core) || core >= MAX_CORES || json_get_u64(obj, "events", &events) ||
+	    json_get_u64(obj, "gaps", &gaps)) {
+		fail(v, 0, "summary.json: a core without its counts: %.80s", obj);
+		return;
+	}
+	if (events != v->core_lines[core] || gaps != v->core_gaps[core]) {
+		fail(v, 0, "core %" PRIu64 ": summary.json says %" PRIu64 " events and %" PRIu64 " in gaps, "
+		     "the index has %" PRIu64 " and %" PRIu64, core, events, gaps, v->core_lines[core],
+		     v->core_gaps[core]);
+		return;
+	}
+	/* a dump read from Kafka (or by an older evs-dump) has no such counters */
+	if (json_get_u64(obj, "produced_before", &base) || json_get_u64(obj, "dropped_before", &base_dropped) ||
+	    json_get_u64(obj, "produced", &produced) || json_get_u64(obj, "dropped", &dropped)) {
+		v->accounted = false;
+		return;
+	}
+	from = v->next_seq[core] > base ? v->next_seq[core] : base;
+	since = dropped - base_dropped;
+	if (produced < from || dropped < base_dropped || since < v->base_gaps[core] ||
+	    produced - base < v->base_lines[core] + since) {
+		fail(v, 0, "core %" PRIu64 ": since the dump connected the producer offered %" PRIu64
+		     " events and dropped %" PRIu64 ", but the index has %" PRIu64 " lines and %" PRIu64
+		     " missing between them up to seq %" PRIu64, core, produced - base, since,
+		     v->base_lines[core], v->base_gaps[core], from);
+		return;
+	}
+	tail = produced - from;
+	tail_dropped = since - v->base_gaps[core];
+	v->tail_dropped += tail_dropped;
+	if (!tail)
+		return;
+	printf("verify: core %" PRIu64 ": %" PRIu64 " events after its last index line (", core, tail);
+	if (v->next_seq[core])
+		printf("seq %" PRIu64 ")", v->next_seq[core] - 1);
+	else
+		printf("it has none)");
+	printf(": %" PRIu64 " dropped", tail_dropped);
+	if (tail_dropped)
+		printf(" (the producer counted %" PRIu64 " drops since the dump connected, %" PRIu64
+		       " of them shown as gaps)", since, v->base_gaps[core]);
+	if (tail > tail_dropped)
+		printf(", %" PRIu64 " committed and not read (the dump stopped before them)",
+		       tail - tail_dropped);
+	putchar('\n');
+}
+
+/* summary.json's "cores", each against the index (account_core). */
+static void account(struct verify *v, const char *path)
+{
+	char *cores, *data = summary_cores(path, &cores), *obj;
+
+	if (!data || !cores) {
+		fail(v, 0, "%s: %s", path, data ? "no \"cores\"" : strerror(errno));
+		free(data);
+		return;
+	}
+	v->accounted = true;
+	while (v->accounted && (obj = next_core(&cores)))
+		account_core(v, obj);
+	free(data);
+	if (!v->accounted)
+		printf("verify: %s has no producer counters from when the dump connected (a dump read "
+		       "from Kafka, or by an older evs-dump): drops after a core's last index line are "
+		       "not accounted\n", path);
+}
+
 int demo_verify(const char *dir, int pattern, uint64_t seed, bool allow_missing)
 {
 	struct verify *v = calloc(1, sizeof(*v));
@@ -255,6 +402,8 @@ int demo_verify(const char *dir, int pattern, uint64_t seed, bool allow_missing)
 	if (!v)
 		return 1;
 	v->dir = dir;
+	snprintf(path, sizeof(path), "%s/summary.json", dir);
+	read_bases(v, path);
 	snprintf(path, sizeof(path), "%s/index.jsonl", dir);
 	f = fopen(path, "r");
 	if (!f) {
@@ -285,14 +434,19 @@ int demo_verify(const char *dir, int pattern, uint64_t seed, bool allow_missing)
 		fail(v, 0, "%" PRIu64 " temporaries or .npy files past the index's last line in %s", late, dir);
 	if (npy != v->files)
 		fail(v, 0, "%" PRIu64 " .npy files in %s but the index names %" PRIu64, npy, dir, v->files);
+	if (!cut)
+		account(v, path);
 	if (!v->lines && !cut)
 		fail(v, 0, "the index is empty");
 	if (v->bad > REPORT_MAX)
 		fprintf(stderr, "verify: ... %" PRIu64 " more problems\n", v->bad - REPORT_MAX);
 	printf("verify: %" PRIu64 " index lines: %" PRIu64 " tensors (%.1f MB, %" PRIu64 " files checked"
-	       " byte for byte) and %" PRIu64 " prints; %" PRIu64 " events lost in gaps; %s\n",
-	       v->lines, v->tensors, (double)v->bytes / 1e6, v->files, v->prints, v->gaps,
-	       v->bad ? "MISMATCHES" : "all match what evs-demo emitted");
+	       " byte for byte) and %" PRIu64 " prints; %" PRIu64 " events lost in gaps", v->lines,
+	       v->tensors, (double)v->bytes / 1e6, v->files, v->prints, v->gaps);
+	if (v->accounted)
+		printf(" and %" PRIu64 " dropped after the last line of their core, as the producer "
+		       "counted", v->tail_dropped);
+	printf("; %s\n", v->bad ? "MISMATCHES" : "all match what evs-demo emitted");
 	if (v->missing)
 		printf("verify: %" PRIu64 " tensors were indexed without a file\n", v->missing);
 	rc = v->bad ? 1 : 0;

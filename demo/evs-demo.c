@@ -223,7 +223,7 @@ int main(int argc, char **argv)
 			  .burst_at = -1 };
 	const char *name = "evs-demo", *verify = NULL;
 	double wait_s = 10;
-	bool allow_missing = false, hold = false;
+	bool allow_missing = false, hold = false, burst_given = false;
 	struct worker *w;
 	struct sigaction sa = { .sa_handler = on_signal };
 	uint64_t v;
@@ -242,11 +242,11 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 't':
-			if (cli_parse_double("--seconds", optarg, 0, CLI_SECONDS_MAX, "seconds", &d.seconds))
+			if (cli_parse_double("--seconds", optarg, CLI_SECONDS_MIN, CLI_SECONDS_MAX, "seconds", &d.seconds))
 				return 2;
 			break;
 		case 'n':
-			if (cli_parse_u64("--events", optarg, 0, UINT64_MAX, 0, &d.max_events))
+			if (cli_parse_u64("--events", optarg, 1, UINT64_MAX, 0, &d.max_events))
 				return 2;
 			break;
 		case 'P':
@@ -277,6 +277,7 @@ int main(int argc, char **argv)
 		case 'b':
 			if (cli_parse_u64("--burst", optarg, 0, UINT64_MAX, 0, &d.burst))
 				return 2;
+			burst_given = true;
 			break;
 		case 'w':
 			if (cli_parse_double("--wait-consumers", optarg, 0, CLI_SECONDS_MAX, "seconds", &wait_s))
@@ -290,7 +291,18 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
+		fprintf(stderr, "evs-demo: unexpected argument '%s': it takes options only\n", argv[optind]);
 		usage(stderr);
+		return 2;
+	}
+	/* each is nothing without the other: said, not ignored */
+	if (burst_given != (d.burst_at >= 0)) {
+		fprintf(stderr, "evs-demo: %s without %s: a burst is --burst-at K --burst N, both\n",
+			burst_given ? "--burst" : "--burst-at", burst_given ? "--burst-at" : "--burst");
+		return 2;
+	}
+	if (allow_missing && !verify) {
+		fprintf(stderr, "evs-demo: --allow-missing is allowed only with --verify DIR\n");
 		return 2;
 	}
 	if (verify)
@@ -298,6 +310,9 @@ int main(int argc, char **argv)
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* stderr read by one who left (| head): the write fails, and the
+	 * streams are still closed on the way out (as evs-dump, follow.c) */
+	signal(SIGPIPE, SIG_IGN);
 	{
 		EVS_OPTS(evs_producer_opts, po, .ring_bytes = d.ring_bytes);
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -223,6 +224,49 @@ static int create_new(int dirfd, const char *name)
 	return openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 }
 
+int dump_dir_check_empty(const struct dump_dir *d, const char *shown)
+{
+	int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	char first[256] = "";
+	const char *dump = NULL;  /* what only a dump writes */
+	uint64_t n = 0;
+	struct dirent *e;
+	int err;
+
+	if (!dir) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+		fprintf(stderr, "evs-dump: cannot read output directory '%s': %s\n", shown, strerror(err));
+		return -err;
+	}
+	while ((e = readdir(dir))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!n++)
+			snprintf(first, sizeof(first), "%s", e->d_name);
+		if (!strcmp(e->d_name, INDEX_NAME))
+			dump = INDEX_NAME;
+		else if (!dump && !strcmp(e->d_name, "summary.json"))
+			dump = "summary.json";
+	}
+	closedir(dir);
+	if (!n)
+		return 0;
+	if (dump)
+		fprintf(stderr, "evs-dump: output directory '%s' already holds a dump (%s): refused, "
+			"a dump goes only into a new or empty directory, so that two dumps are never "
+			"mixed; remove it or choose another output directory\n",
+			shown, dump);
+	else
+		fprintf(stderr, "evs-dump: output directory '%s' is not empty (it holds '%s'%s): refused, "
+			"a dump goes only into a new or empty directory, never mixed with what is there "
+			"(what an interrupted dump left, or anything else); remove it or choose another "
+			"output directory\n", shown, first, n > 1 ? " and more" : "");
+	return -EEXIST;
+}
+
 int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode)
 {
 	return dump_writer_openat(w, AT_FDCWD, dir, dir, mode);
@@ -245,13 +289,19 @@ int dump_writer_openat(struct dump_writer *w, int atfd, const char *dir, const c
 		return -err;
 	}
 	err = dump_dir_open(&w->out, atfd, dir, shown);
+	if (!err) {
+		/* never mix two dumps, nor a dump and anything else */
+		err = dump_dir_check_empty(&w->out, shown);
+		if (err)
+			dump_dir_close(&w->out, true);
+	}
 	if (err) {
 		fclose(w->line);
 		w->line = NULL;
 		return err;
 	}
 	/* creating the index is the writability check: fail before connecting;
-	 * never mix two dumps in one directory */
+	 * an index made since the check above is another dump's */
 	fd = create_new(w->out.fd, INDEX_NAME);
 	if (fd < 0) {
 		err = errno;
@@ -636,6 +686,12 @@ static int record(struct dump_writer *w, unsigned int core, const struct evs_eve
 		return err;
 	/* seq counts every emit, dropped ones too: a jump is what was lost */
 	gap = h->seq >= c->next_seq ? h->seq - c->next_seq : 0;
+	if (h->seq >= c->base) {
+		uint64_t from = c->next_seq > c->base ? c->next_seq : c->base;
+
+		c->base_events++;
+		c->base_gaps += h->seq > from ? h->seq - from : 0;
+	}
 	c->next_seq = h->seq + 1;
 	c->gaps += gap;
 	c->events++;

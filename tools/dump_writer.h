@@ -50,6 +50,12 @@ struct dump_core {
 	uint64_t tensors;      /* tensor files written */
 	uint64_t bytes;        /* tensor bytes written */
 	uint64_t gaps;         /* events lost, from sequence gaps */
+	/* what the producer had offered (and dropped) when the core was
+	 * connected: seqs below base were never this dump's to read (dropped,
+	 * or another consumer's); of the lines from base on, how many, and
+	 * the seqs missing between them (drops while connected) */
+	uint64_t base, base_dropped;
+	uint64_t base_events, base_gaps;
 	uint64_t failed;       /* events that could not be written */
 	uint64_t bad;          /* malformed payloads */
 	uint64_t unfit;        /* empty tensors NumPy cannot represent: no .npy */
@@ -100,11 +106,18 @@ struct dump_writer {
  * 0, or -errno after saying why, naming the directory as shown.
  */
 int dump_dir_open(struct dump_dir *d, int atfd, const char *path, const char *shown);
+/*
+ * A dump goes only into a new or empty directory (docs/dump.md, "Output"):
+ * 0 when the open directory d holds nothing; -EEXIST after saying what it
+ * holds (naming it as shown), or -errno when it cannot be read.
+ */
+int dump_dir_check_empty(const struct dump_dir *d, const char *shown);
 /* Closes it; with remove_if_created, removes it (if empty) when open made it. */
 void dump_dir_close(struct dump_dir *d, bool remove_if_created);
 
-/* Opens dir (dump_dir_open) and creates index.jsonl in it (a new file:
- * a directory holding one, or a link of that name, is refused). 0 or
+/* Opens dir (dump_dir_open), refuses it unless empty (dump_dir_check_empty)
+ * and creates index.jsonl in it (a new file: one made meanwhile, or a link
+ * of that name, is refused). 0 or
  * -errno, after printing a sentence about what failed. The openat form
  * takes dir relative to atfd and names it as shown in messages. */
 int dump_writer_open(struct dump_writer *w, const char *dir, enum dump_mode mode);

@@ -388,6 +388,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
+		fprintf(stderr, "evs-drops: unexpected argument '%s': it takes options only\n", argv[optind]);
 		usage(stderr);
 		return 2;
 	}

@@ -149,8 +149,10 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 		evs_consumer__stats(s->c, &st);
 		if (json) {
 			fprintf(f, "%s{\"core\":%u,\"events\":%" PRIu64 ",\"tensors\":%" PRIu64
-				",\"bytes\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"produced\":%" PRIu64,
-				i ? "," : "", s->core, c->events, c->tensors, c->bytes, c->gaps, st.produced);
+				",\"bytes\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"produced_before\":%" PRIu64
+				",\"dropped_before\":%" PRIu64 ",\"produced\":%" PRIu64 ",\"dropped\":%" PRIu64,
+				i ? "," : "", s->core, c->events, c->tensors, c->bytes, c->gaps, c->base,
+				c->base_dropped, st.produced, st.dropped);
 			for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
 				fprintf(f, ",\"%s\":%" PRIu64, evs_drop_cause_name(k), st.dropped_events[k]);
 			fprintf(f, ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"unrepresentable\":%" PRIu64
@@ -165,8 +167,27 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 			fprintf(f, " %7" PRIu64 "\n", c->failed);
 		}
 	}
-	if (json)
+	if (json) {
 		fprintf(f, "]}\n");
+		return;
+	}
+	/* drops after a core's last event read show as no gap: said, so the
+	 * table's columns add up */
+	for (unsigned int i = 0; i < d->fl.n; i++) {
+		struct follow_stream *s = &d->fl.s[i];
+		struct evs_stream_stats st = { .sz = sizeof(st) };
+		const struct dump_core *c = &d->w.cores[s->core];
+
+		/* since it was connected: its drops less the gaps among them */
+		if (evs_consumer__stats(s->c, &st) || st.dropped - c->base_dropped <= c->base_gaps)
+			continue;
+		fprintf(f, "  core %u: %" PRIu64 " of its drops came after the last event read", s->core,
+			st.dropped - c->base_dropped - c->base_gaps);
+		if (c->events)
+			fprintf(f, " (seq %" PRIu64 "): no later event shows them as a gap\n", c->next_seq - 1);
+		else
+			fprintf(f, " (none was read)\n");
+	}
 }
 
 /*
@@ -287,8 +308,17 @@ static int run(struct dumper *d)
 static int add_core(void *ctx, struct follow_stream *s)
 {
 	struct dumper *d = ctx;
+	struct evs_stream_stats st = { .sz = sizeof(st) };
+	int err = dump_writer_add_core(&d->w, s->core);
 
-	return dump_writer_add_core(&d->w, s->core);
+	/* the counters as the dump finds them: what it accounts for is
+	 * what comes after (taken after connecting, every later event's
+	 * drop or commit is ours to see) */
+	if (!err && !evs_consumer__stats(s->c, &st)) {
+		d->w.cores[s->core].base = st.produced;
+		d->w.cores[s->core].base_dropped = st.dropped;
+	}
+	return err;
 }
 
 int main(int argc, char **argv)
@@ -321,6 +351,7 @@ int main(int argc, char **argv)
 	static unsigned char core_set[FOLLOW_MAX_CORES];
 	struct dumper d = { .fl = { .name = "evs-demo", .doing = "dumping", .done = "dumped", .took = "drained" } };
 	const char *out = NULL, *convert = NULL;
+	const char *live = NULL;  /* the last option --convert has no use for */
 	enum dump_mode mode = DUMP_NPY;
 	bool all_cores = true, print = true, quiet = false;
 	bool tty = isatty(STDERR_FILENO);
@@ -335,25 +366,30 @@ int main(int argc, char **argv)
 			if (follow_parse_cores(optarg, core_set))
 				return 2;
 			all_cores = false;
+			live = "--cores";
 			break;
 		case 'n':
-			if (cli_parse_u64("--events", optarg, 0, UINT64_MAX, 0, &d.max_events))
+			if (cli_parse_u64("--events", optarg, 1, UINT64_MAX, 0, &d.max_events))
 				return 2;
+			live = "--events";
 			break;
 		case 'b':
-			if (cli_parse_u64("--bytes", optarg, 0, UINT64_MAX, CLI_SIZE, &d.max_bytes))
+			if (cli_parse_u64("--bytes", optarg, 1, UINT64_MAX, CLI_SIZE, &d.max_bytes))
 				return 2;
+			live = "--bytes";
 			break;
 		case 't':
-			if (cli_parse_double("--seconds", optarg, 0, CLI_SECONDS_MAX, "seconds", &seconds))
+			if (cli_parse_double("--seconds", optarg, CLI_SECONDS_MIN, CLI_SECONDS_MAX, "seconds", &seconds))
 				return 2;
+			live = "--seconds";
 			break;
 		case 'w':
 			if (cli_parse_double("--wait", optarg, 0, CLI_SECONDS_MAX, "seconds", &wait_s))
 				return 2;
+			live = "--wait";
 			break;
-		case 'i': mode = DUMP_INDEX_ONLY; break;
-		case 'r': mode = DUMP_RAW; break;
+		case 'i': mode = DUMP_INDEX_ONLY; live = "--index-only"; break;
+		case 'r': mode = DUMP_RAW; live = "--raw"; break;
 		case 'C': convert = optarg; break;
 		case 'N': print = false; break;
 		case 'p': d.progress = true; d.summary = true; break;
@@ -389,6 +425,13 @@ int main(int argc, char **argv)
 				"--cores, --wait, --bytes or --convert\n");
 			return 2;
 		}
+		/* librdkafka would wait its whole timeout for no broker at all */
+		if (!*ko.brokers || !*ko.topic) {
+			fprintf(stderr, "evs-dump: %s '' is empty: allowed is %s\n",
+				!*ko.brokers ? "--kafka" : "--topic",
+				!*ko.brokers ? "host:port[,host:port...]" : "a topic name");
+			return 2;
+		}
 #ifdef EVS_KAFKA
 		ko.props = kprops;
 		ko.out = out;
@@ -408,6 +451,16 @@ int main(int argc, char **argv)
 	if (convert) {
 		char def[4096];
 
+		/* what reads a producer has nothing to do here: said, not ignored */
+		if (live || optind < argc) {
+			if (live)
+				fprintf(stderr, "evs-dump: %s is not allowed with --convert RAWDIR, which takes "
+					"only -o OUTDIR, --progress, --summary and --quiet\n", live);
+			else
+				fprintf(stderr, "evs-dump: unexpected argument '%s': --convert RAWDIR takes no "
+					"PRODUCER\n", argv[optind]);
+			return 2;
+		}
 		if (!out) {
 			snprintf(def, sizeof(def), "%s/npy", convert);
 			out = def;
@@ -417,6 +470,8 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		d.fl.name = argv[optind++];
 	if (optind < argc) {
+		fprintf(stderr, "evs-dump: unexpected argument '%s': it takes one PRODUCER at most\n",
+			argv[optind]);
 		usage(stderr);
 		return 2;
 	}

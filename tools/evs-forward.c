@@ -804,14 +804,33 @@ static int kafka_open(struct fwd *f, char *const *props, unsigned int nprops)
 	return 0;
 }
 
-static int save_json(struct fwd *f, const char *path)
+/* --json FILE, opened before anything is forwarded, so that a path that
+ * cannot be written is refused then, not found out at the end; neither
+ * truncated nor written to until then. The descriptor (*created when it
+ * is new), or -1 after saying why. */
+static int json_open(const char *path, bool *created)
 {
-	FILE *out = fopen(path, "w");
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	*created = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		fprintf(stderr, "evs-forward: --json '%s': cannot write it: %s\n", path, strerror(errno));
+	return fd;
+}
+
+/* The final table into the file json_open() opened; closes fd. */
+static int save_json(struct fwd *f, int fd, const char *path)
+{
+	FILE *out = ftruncate(fd, 0) ? NULL : fdopen(fd, "w");
 	int err = 0;
 
 	if (!out) {
-		fprintf(stderr, "evs-forward: cannot write %s: %s\n", path, strerror(errno));
-		return -errno;
+		err = errno;
+		close(fd);
+		fprintf(stderr, "evs-forward: cannot write %s: %s\n", path, strerror(err));
+		return -err;
 	}
 	write_table(f, out, true);
 	if (fflush(out) || ferror(out))
@@ -848,8 +867,9 @@ int main(int argc, char **argv)
 	struct fwd f = { .fl = { .name = "evs-demo", .doing = "forwarding", .done = "forwarded", .took = "taken" },
 			 .dr_pipe = { -1, -1 } };
 	const char *json = NULL;
+	int json_fd = -1;
 	unsigned int nprops = 0;
-	bool all_cores = true, quiet = false, tty = isatty(STDERR_FILENO);
+	bool all_cores = true, quiet = false, tty = isatty(STDERR_FILENO), json_created = false;
 	double seconds = 0, wait_s = 0, timeout_s = 10, flush_s = 30;
 	int opt, err, rc = 0;
 
@@ -873,7 +893,7 @@ int main(int argc, char **argv)
 			break;
 		case 'H': f.host = optarg; break;
 		case 't':
-			if (cli_parse_double("--seconds", optarg, 0, CLI_SECONDS_MAX, "seconds", &seconds))
+			if (cli_parse_double("--seconds", optarg, CLI_SECONDS_MIN, CLI_SECONDS_MAX, "seconds", &seconds))
 				return 2;
 			break;
 		case 'w':
@@ -901,12 +921,21 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		f.fl.name = argv[optind++];
 	if (optind < argc) {
+		fprintf(stderr, "evs-forward: unexpected argument '%s': it takes one PRODUCER at most\n",
+			argv[optind]);
 		usage(stderr);
 		return 2;
 	}
 	if (!f.brokers || !f.topic) {
 		fprintf(stderr, "evs-forward: %s is required (the Kafka cluster and the topic to publish to)\n",
 			!f.brokers ? "--brokers" : "--topic");
+		return 2;
+	}
+	/* librdkafka would wait its whole timeout for no broker at all */
+	if (!*f.brokers || !*f.topic) {
+		fprintf(stderr, "evs-forward: %s '' is empty: allowed is %s\n",
+			!*f.brokers ? "--brokers" : "--topic",
+			!*f.brokers ? "host:port[,host:port...]" : "a topic name");
 		return 2;
 	}
 	if (!f.host) {
@@ -922,6 +951,9 @@ int main(int argc, char **argv)
 			kmsg_name_ok(f.host, strlen(f.host)) ? "" : " (choose one with --host)");
 		return 2;
 	}
+
+	if (json && (json_fd = json_open(json, &json_created)) < 0)
+		return 2;
 
 	/* every message is allocated by librdkafka and freed at its delivery
 	 * report, up to the queue's bound at a time: keep the freed memory
@@ -966,8 +998,11 @@ int main(int argc, char **argv)
 	status_clear(&f);
 	if (f.summary)
 		write_table(&f, stderr, false);
-	if (json && save_json(&f, json))
-		rc = rc ? rc : 1;
+	if (json_fd >= 0) {
+		if (save_json(&f, json_fd, json))
+			rc = rc ? rc : 1;
+		json_fd = -1;
+	}
 	{
 		uint64_t lost = 0;
 
@@ -994,6 +1029,12 @@ out:
 	}
 	/* the consumers after librdkafka: no report arrives any more */
 	follow_close(&f.fl);
+	/* setup failed before there was a table: a file made for it goes */
+	if (json_fd >= 0) {
+		close(json_fd);
+		if (json_created)
+			unlink(json);
+	}
 	for (int i = 0; i < 2; i++)
 		if (f.dr_pipe[i] >= 0)
 			close(f.dr_pipe[i]);

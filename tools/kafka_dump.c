@@ -14,7 +14,6 @@
  * stops or loses a partition leaves it to the next one from the first
  * chunk of a half-read record.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -353,31 +352,6 @@ static int save_summary(struct reader *r)
 
 /* ------------------------------------------------------------ setup */
 
-/* 1 when the directory dirfd holds anything, 0 when empty, -errno. */
-static int dir_has_entries(int dirfd)
-{
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *e;
-	int found = 0;
-
-	if (!d) {
-		int err = errno;
-
-		if (fd >= 0)
-			close(fd);
-		errno = err;
-		return -err;
-	}
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			found = 1;
-			break;
-		}
-	closedir(d);
-	return found;
-}
-
 /* The top directory: made if missing, checked like every output directory
  * (dump_dir_open: no link, ours or root's, not writable by others unless
  * sticky), refused unless empty (a dump, or what a killed reader left,
@@ -390,16 +364,10 @@ static int out_open(struct reader *r)
 	err = dump_dir_open(&r->outdir, AT_FDCWD, r->out, r->out);
 	if (err)
 		return err;
-	switch (dir_has_entries(r->outdir.fd)) {
-	case 0:
-		break;
-	case 1:
-		fprintf(stderr, "evs-dump: '%s' is not empty: it already holds a dump, or what an "
-			"interrupted one left; remove it or choose another output directory\n", r->out);
-		dump_dir_close(&r->outdir, false);
-		return -EEXIST;
-	default:
-		goto fail;
+	err = dump_dir_check_empty(&r->outdir, r->out);
+	if (err) {
+		dump_dir_close(&r->outdir, true);
+		return err;
 	}
 	/* writable? (the summary itself appears only whole, at the end) */
 	fd = create_tmp_at(r->outdir.fd, ".summary.json.tmp");

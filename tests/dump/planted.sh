@@ -6,9 +6,11 @@
 # core0.evsraw; an empty one), the output directory named as a symbolic link
 # (with and without a trailing slash), a directory anyone can write without
 # the sticky bit. In a sticky directory (like /tmp or a fresh tmpfs, where
-# anyone may add names) the names evs-dump uses are not followed: a link
-# named core0.evsraw or c0, and a c0 of another uid, are refused (exit 2);
-# a link named .summary.json.tmp is replaced, the dump succeeds. The root
+# anyone may add names) a name planted before the dump starts makes the
+# directory not empty (refused, exit 2); one planted after evs-dump found
+# it empty, as a racing user would, is not followed: a link named
+# core0.evsraw or c0, and a c0 of another uid, are refused (exit 2); a
+# link named .summary.json.tmp is replaced, the dump succeeds. The root
 # file and directory the links point to stay untouched throughout.
 . "$(dirname "$0")/lib.sh"
 
@@ -88,41 +90,56 @@ ok "a directory writable by others without the sticky bit: refused, exit 2"
 # name evs-dump writes is opened without following a link.
 sticky() { mkdir "$T/$1" && chmod 1777 "$T/$1"; }
 
+# a name planted before the dump: the directory is not empty, refused
+sticky pre
+ln -s "$T/rootdir" "$T/pre/c0"
+plant "$OTHER" "$T/pre/c0"
+run pre -n 1 -o "$T/pre"
+refused pre "output directory '$T/pre' is not empty (it holds 'c0'): refused"
+untouched "c0 a link, planted before"
+[ "$(ls -A "$T/pre")" = c0 ] || fail "a sticky directory holding a link: written to: $(ls -A "$T/pre")"
+ok "a link named c0 planted in a sticky directory before the dump: not empty, refused, exit 2"
+
+# late NAME PLANT ARGS...: evs-dump into the sticky directory $T/NAME for a
+# producer not started yet; once it has found the directory empty (and made
+# its index there), PLANT runs, as a user racing it would, then a producer
+# of 20 events starts. Exit status in rc, stderr in $T/NAME.err.
+late() {
+	local n=$1 plant=$2 pid; shift 2
+	sticky "$n"
+	timeout -k 5 30 "$DUMP" --wait 10 --no-print -o "$T/$n" "$@" "$NAME-$n" >"$T/$n.out" 2>"$T/$n.err" &
+	pid=$!
+	PIDS+=("$pid")
+	wait_for "[ -e '$T/$n/index.jsonl' ]" 10
+	eval "$plant"
+	"$DEMO" --name "$NAME-$n" --cores 1 --rate 200 --events 20 --wait-consumers 10 2>"$T/$n.demo" &
+	PIDS+=("$!")
+	wait_pid "$pid" 30; rc=$?
+}
+
 # (a') a link named core0.evsraw
-sticky sa
-ln -s "$T/secret" "$T/sa/core0.evsraw"
-plant "$OTHER" "$T/sa/core0.evsraw"
-run sa --raw -n 1 -o "$T/sa"
+late sa 'ln -s "$T/secret" "$T/sa/core0.evsraw"; plant "$OTHER" "$T/sa/core0.evsraw"' --raw -n 1
 refused sa "'$T/sa/core0.evsraw' is a symbolic link (to '$T/secret'): refused"
 untouched "core0.evsraw a link"
 [ -L "$T/sa/core0.evsraw" ] && [ ! -e "$T/sa/index.jsonl" ] || fail "core0.evsraw a link: the link was removed or an index left"
 ok "a link named core0.evsraw in a sticky directory: not followed, exit 2"
 
 # (b) a link named c0, to root's directory
-sticky sb
-ln -s "$T/rootdir" "$T/sb/c0"
-plant "$OTHER" "$T/sb/c0"
-run sb -n 1 -o "$T/sb"
+late sb 'ln -s "$T/rootdir" "$T/sb/c0"; plant "$OTHER" "$T/sb/c0"' -n 1
 refused sb "core directory '$T/sb/c0' is a symbolic link (to '$T/rootdir'): refused"
 untouched "c0 a link"
 [ ! -e "$T/sb/index.jsonl" ] || fail "c0 a link: an index was left"
 ok "a link named c0 in a sticky directory: not followed, exit 2"
 
 # (b') a real directory c0 made by another uid
-sticky sc
-mkdir "$T/sc/c0"
-plant "$OTHER" "$T/sc/c0"
-run sc -n 1 -o "$T/sc"
+late sc 'mkdir "$T/sc/c0"; plant "$OTHER" "$T/sc/c0"' -n 1
 refused sc "core directory '$T/sc/c0' is owned by uid $OTHER: refused"
 [ -z "$(ls -A "$T/sc/c0")" ] || fail "another uid's c0: written to"
 ok "another uid's c0 in a sticky directory: refused, exit 2"
 
 # a link named .summary.json.tmp: replaced by a new file, never followed;
 # the dump itself succeeds
-sticky ss
-ln -s "$T/secret" "$T/ss/.summary.json.tmp"
-plant "$OTHER" "$T/ss/.summary.json.tmp"
-run ss -n 5 -o "$T/ss"
+late ss 'ln -s "$T/secret" "$T/ss/.summary.json.tmp"; plant "$OTHER" "$T/ss/.summary.json.tmp"' -n 5
 [ "$rc" -eq 0 ] || { cat "$T/ss.err"; fail "a sticky directory with a planted temporary: exit $rc, expected 0"; }
 untouched ".summary.json.tmp a link"
 [ -f "$T/ss/summary.json" ] && [ ! -L "$T/ss/summary.json" ] || fail "summary.json is not a file of its own"

@@ -5,6 +5,7 @@
 # (the dumper is stopped while the producer fills them), once mid-stream.
 # SIGTERM and SIGHUP (a closed terminal) stop it like SIGINT. A signal while
 # it still waits for the producer ends it cleanly: the directory is reusable.
+# evs-demo whose stderr is read by one who leaves (| head) ends normally.
 . "$(dirname "$0")/lib.sh"
 
 # Ctrl-C (and SIGHUP) during --wait, no producer yet: exit 2, said, and
@@ -91,3 +92,14 @@ wait_pid "$DUMP_PID" 20; rc=$?
 [ "$rc" -eq 3 ] || fail "producer killed mid-stream: exit $rc, expected 3"
 verify "$T/p" >/dev/null
 ok "mid-stream SIGINT, SIGTERM and SIGHUP (exit 0), producer SIGKILL (exit 3): complete, verified dumps"
+
+# evs-demo piped to head: the reader leaves after the first line, the lines
+# after it fail to be written (no SIGPIPE death); exit 0, socket and lock
+# removed
+"$DEMO" --name "$NAME-pipe" --cores 1 --seconds 0.5 --wait-consumers 0 2>&1 | head -1 >"$T/pipe.out"
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 0 ] || fail "evs-demo | head -1: exit $rc, expected 0 ($(cat "$T/pipe.out"))"
+for f in "$NAME-pipe.sock" "$NAME-pipe.lock"; do
+	[ ! -e "$EVSTREAM_RUNTIME_DIR/$f" ] || fail "evs-demo | head -1: $f left behind"
+done
+ok "evs-demo | head -1: exit 0, nothing left behind"

@@ -23,6 +23,26 @@ mkdir "$T/old" && echo '{}' >"$T/old/index.jsonl"
 [ "$(cat "$T/old/index.jsonl")" = '{}' ] || fail "a previous dump was touched"
 ok "a directory holding a previous dump: refused, left alone, exit 2"
 
+# Not empty, without an index (what an interrupted dump left, or anything
+# else): refused in every mode, naming the directory and what is allowed;
+# c0/ and summary.json were reused and overwritten, exit 0
+mkdir -p "$T/left/c0" && echo precious >"$T/left/c0/000000000000.npy" && echo precious >"$T/left/summary.json"
+for mode in "" --raw --index-only; do
+	"$DUMP" -o "$T/left" -q --no-print -n 5 $mode "$NAME" 2>"$T/e7"; rc=$?
+	[ "$rc" -eq 2 ] || { cat "$T/e7"; fail "a non-empty directory${mode:+ ($mode)}: exit $rc, expected 2"; }
+	grep -qF "output directory '$T/left' " "$T/e7" && grep -qF "a dump goes only into a new or empty directory" "$T/e7" ||
+		{ cat "$T/e7"; fail "a non-empty directory${mode:+ ($mode)}: the message does not name it and what is allowed"; }
+	[ "$(cat "$T/left/c0/000000000000.npy" "$T/left/summary.json")" = "$(printf 'precious\nprecious')" ] &&
+		[ "$(ls -A "$T/left" | tr '\n' ' ')" = "c0 summary.json " ] && [ "$(ls -A "$T/left/c0")" = 000000000000.npy ] ||
+		fail "a non-empty directory${mode:+ ($mode)}: its files were touched: $(ls -AR "$T/left" | tr '\n' ' ')"
+done
+# ... and for --convert's output
+mkdir -p "$T/raw" "$T/conv" && touch "$T/conv/mine"
+"$DUMP" --convert "$T/raw" -o "$T/conv" 2>"$T/e8"; rc=$?
+[ "$rc" -eq 2 ] && grep -qF "output directory '$T/conv' is not empty (it holds 'mine')" "$T/e8" ||
+	{ cat "$T/e8"; fail "--convert into a non-empty directory: exit $rc"; }
+ok "a non-empty directory without an index: refused in every mode and by --convert, left alone, exit 2: '$(cat "$T/e7")'"
+
 # An unwritable directory: for root (who ignores permission bits) a
 # read-only tmpfs mount, for anyone else a mode 555 directory.
 skipped=0

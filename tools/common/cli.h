@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +26,9 @@
 
 #define CLI_SIZE 1u          /* K, M, G suffixes (powers of 1024) allowed */
 #define CLI_SECONDS_MAX 1e8  /* about three years; keeps nanoseconds in an int64 */
+/* The shortest "stop after S seconds": a limit, never 0 (which would read
+ * as no limit at all). */
+#define CLI_SECONDS_MIN 0.001
 
 static inline void cli_u64_allowed(const char *opt, const char *s, const char *why,
 				   uint64_t min, uint64_t max, unsigned int flags)
@@ -91,8 +95,9 @@ range:
 	return -ERANGE;
 }
 
-/* A decimal number (e.g. seconds, a rate) from min to max; unit names it
- * in the message ("seconds"). 0, or -EINVAL / -ERANGE after saying why. */
+/* A decimal number (e.g. seconds, a rate; 1.5, .5, 2e3) from min to max;
+ * unit names it in the message ("seconds"). 0, or -EINVAL / -ERANGE after
+ * saying why. */
 static inline int cli_parse_double(const char *opt, const char *s, double min, double max,
 				   const char *unit, double *out)
 {
@@ -101,8 +106,9 @@ static inline int cli_parse_double(const char *opt, const char *s, double min, d
 	double v;
 	int err = -EINVAL;
 
-	/* digits first: strtod would also take blanks, "inf" and "nan" */
-	if (p && (*p == '.' || (*p >= '0' && *p <= '9'))) {
+	/* digits first: strtod would also take blanks, "inf" and "nan"; and
+	 * decimal only: it would take hexadecimal too ("0x10" is 16) */
+	if (p && (*p == '.' || (*p >= '0' && *p <= '9')) && !p[strspn(p, "0123456789.eE+-")]) {
 		errno = 0;
 		v = strtod(s, &end);
 		if (end != s && !*end && !isnan(v)) {

@@ -48,13 +48,17 @@ int follow_parse_cores(const char *arg, unsigned char *set)
 			b = strtoul(s, &end, 10);
 			if (b >= FOLLOW_MAX_CORES)
 				goto range;
-			if (b < a)
-				goto bad;
+			if (b < a) {
+				fprintf(stderr, "%s: --cores '%s': the range %lu-%lu is reversed (write %lu-%lu); "
+					"use a list like 0,2-3\n", PROG, arg, a, b, b, a);
+				return -EINVAL;
+			}
 			s = end;
 		}
 		for (unsigned long i = a; i <= b; i++)
 			set[i] = 1;
-		if (*s == ',')
+		/* a comma comes between two items: "0," is as wrong as ",0" */
+		if (*s == ',' && s[1])
 			s++;
 		else if (*s)
 			goto bad;
