@@ -11,8 +11,10 @@
  * holds) until delivery reports make room. The rings then fill and the
  * runtime drops and counts, as with any slow consumer. Every record taken
  * ends in exactly one delivery report (acknowledged, or lost with its
- * cause); at exit, what Kafka has not acknowledged within --flush-timeout
- * is purged and counted lost ("shutdown").
+ * cause). A stop (signal, --seconds) starts --flush-timeout: the rings are
+ * taken until then at most, let go of (their counters kept for the table)
+ * as soon as taking ends, and what Kafka has not acknowledged by then is
+ * purged and counted lost ("shutdown").
  *
  * One thread (tools/common/follow.h): the streams' eventfds and producer
  * sockets, a signalfd, two timerfds and a pipe that librdkafka writes when
@@ -76,6 +78,7 @@ struct fcore {
 	uint64_t lost[LOST_COUNT], lost_bytes;
 	struct chunked *partial; /* the head record, some of its chunks queued */
 	uint64_t released0;      /* records released before we attached */
+	struct evs_stream_stats end; /* the ring's counters when we let go of it */
 };
 
 struct fwd {
@@ -88,6 +91,8 @@ struct fwd {
 	struct fcore *s;         /* FOLLOW_MAX_CORES of them, fl.n used */
 	int dr_pipe[2];
 	bool blocked, fatal, final;
+	uint64_t flush_ns;       /* --flush-timeout */
+	uint64_t flush_deadline; /* from the stop: taking and acknowledgements end (0: no stop yet) */
 	bool progress, summary, status_shown;
 	uint64_t t0, last_t, last_acked, last_bytes;
 	uint64_t t_first_take, t_last_ack;
@@ -112,14 +117,16 @@ static void usage(FILE *f)
 "  -w, --wait S          wait up to S seconds for the producer to appear\n"
 "      --timeout S       give up when no broker answers within S seconds at\n"
 "                        start (default 10)\n"
-"      --flush-timeout S at the end, wait up to S seconds for acknowledgements;\n"
-"                        the rest is counted lost (default 30)\n"
+"      --flush-timeout S from a stop (or the producer's end), wait up to S seconds\n"
+"                        for the rings to be taken and acknowledged; the rest\n"
+"                        is left in the rings or counted lost (default 30)\n"
 "      --json FILE       write the final table as JSON to FILE\n"
 "  -p, --progress        live status line even when stderr is not a terminal\n"
 "  -s, --summary         table at the end even when stderr is not a terminal\n"
 "  -q, --quiet           neither status line nor table\n"
 "SIGINT, SIGTERM, SIGHUP: take what is in the rings, publish it, wait for the\n"
-"acknowledgements, end (a second signal: end now, counting the rest lost).\n"
+"acknowledgements (--flush-timeout from the signal), end (a second signal: end\n"
+"now, counting the rest lost).\n"
 "Exit status: 0 every event taken was acknowledged; 1 events were lost (or a\n"
 "stream broke); 2 bad usage or setup (Kafka unreachable, no producer);\n"
 "3 the producer died (its rings were drained first).\n");
@@ -408,6 +415,8 @@ static uint64_t ring_drops(const struct fcore *s)
 {
 	struct evs_stream_stats st = { .sz = sizeof(st) };
 
+	if (!s->st->c)
+		return s->end.dropped; /* let go of */
 	return evs_consumer__stats(s->st->c, &st) ? 0 : st.dropped;
 }
 
@@ -471,13 +480,13 @@ static void write_table(struct fwd *f, FILE *out, bool json)
 	}
 	for (unsigned int i = 0; i < f->fl.n; i++) {
 		struct fcore *s = &f->s[i];
-		struct evs_stream_stats st = { .sz = sizeof(st) };
-		uint64_t left;
-
-		evs_consumer__stats(s->st->c, &st);
+		/* the ring as we let go of it (let_go()): what the producer
+		 * commits after that is the next consumer's */
+		const struct evs_stream_stats st = s->end;
 		/* committed to the ring and released by no one: what a stop
 		 * left behind */
-		left = st.committed - st.released;
+		uint64_t left = st.committed - st.released;
+
 		if (json) {
 			fprintf(out, "%s{\"core\":%u,\"key\":\"%s\",\"produced\":%" PRIu64 ",\"committed\":%" PRIu64
 				",\"released_before\":%" PRIu64 ",\"taken\":%" PRIu64 ",\"taken_bytes\":%" PRIu64 ",\"acked\":%" PRIu64
@@ -577,6 +586,19 @@ static void on_token(void *ctx, uint64_t tok)
 	}
 }
 
+/* A stop was asked (signal, --seconds): the flush timeout runs from now,
+ * for taking what the rings hold as for the acknowledgements. */
+static bool flush_due(struct fwd *f)
+{
+	uint64_t t = cli_now_ns();
+
+	if (!f->fl.draining)
+		return false;
+	if (!f->flush_deadline)
+		f->flush_deadline = t + f->flush_ns;
+	return t >= f->flush_deadline;
+}
+
 static int run(struct fwd *f)
 {
 	struct follow *fl = &f->fl;
@@ -585,6 +607,10 @@ static int run(struct fwd *f)
 		bool busy = false;
 		int n, timeout;
 
+		/* Kafka's queue has stayed full since the stop: what was not
+		 * taken stays in the rings (left), what is queued is purged */
+		if (flush_due(f))
+			break;
 		serve(f, 0); /* delivery reports: may make room */
 		if (f->blocked && rd_kafka_outq_len(f->rk) == 0)
 			f->blocked = false;
@@ -596,41 +622,85 @@ static int run(struct fwd *f)
 		/* a full queue: wait for delivery reports (the pipe), and try
 		 * again now and then even without them */
 		timeout = f->blocked ? 10 : busy ? 0 : -1;
+		if (timeout < 0 && f->flush_deadline)
+			timeout = 10; /* draining: the deadline is looked at */
 		n = follow_poll(fl, timeout, on_token, f);
 		if (n < 0)
 			return n;
+		flush_due(f); /* a stop now starts the flush timeout */
 		if (f->blocked && n == 0)
 			f->blocked = false;
 	}
 	return 0;
 }
 
-/* Nothing more will be queued: wait for the reports, purge what is late,
- * and count anything still unreported as lost at shutdown. */
-static void finish(struct fwd *f, double flush_s)
+static void lost_by_cause(const struct fwd *f, uint64_t *n)
 {
-	uint64_t deadline = cli_now_ns() + (uint64_t)(flush_s * 1e9), flight;
-	struct signalfd_siginfo si;
+	memset(n, 0, LOST_COUNT * sizeof(*n));
+	for (unsigned int i = 0; i < f->fl.n; i++)
+		for (int k = 0; k < LOST_COUNT; k++)
+			n[k] += f->s[i].lost[k];
+}
 
-	/* a head record with some chunks queued: the rest will not follow */
+/*
+ * Nothing more is taken: a head record with some chunks queued is given
+ * up (its other chunks will not follow), the rings' counters are kept for
+ * the table, and the streams are let go of at once, before Kafka is waited
+ * for: the producer sees no consumer from here on, and what its rings hold
+ * (left) waits there for the next one. Every record taken was released
+ * when it was queued, so nothing of ours is in a ring any more.
+ */
+static uint64_t let_go(struct fwd *f)
+{
+	uint64_t left = 0;
+
 	for (unsigned int i = 0; i < f->fl.n; i++) {
 		struct fcore *s = &f->s[i];
 		struct chunked *c = s->partial;
 
-		if (!c)
-			continue;
-		s->partial = NULL;
-		c->abandoned = true;
-		s->taken++;
-		s->taken_bytes += c->bytes;
-		evs_consumer__release(s->st->c);
-		chunked_settle(f, c);
+		if (c) {
+			s->partial = NULL;
+			c->abandoned = true;
+			s->taken++;
+			s->taken_bytes += c->bytes;
+			evs_consumer__release(s->st->c);
+			chunked_settle(f, c);
+		}
+		s->end = (struct evs_stream_stats){ .sz = sizeof(s->end) };
+		if (!evs_consumer__stats(s->st->c, &s->end))
+			left += s->end.committed - s->end.released;
+	}
+	follow_detach(&f->fl);
+	return left;
+}
+
+/* Nothing more will be queued: wait for the reports until the flush
+ * deadline, purge what is late, and count anything still unreported as
+ * lost at shutdown. */
+static void finish(struct fwd *f)
+{
+	uint64_t taken, acked, bytes, lost, flight, drops;
+	uint64_t before[LOST_COUNT], after[LOST_COUNT], purged = 0;
+	struct signalfd_siginfo si;
+	uint64_t left = let_go(f), t = cli_now_ns();
+
+	/* from the stop, or from now when the producer ended */
+	if (!f->flush_deadline)
+		f->flush_deadline = t + f->flush_ns;
+	totals(f, &taken, &acked, &bytes, &lost, &flight, &drops);
+	if (f->summary && f->fl.draining) {
+		status_clear(f);
+		fprintf(stderr, "evs-forward: stopped taking: %" PRIu64 " events left in the rings for a later "
+			"consumer", left);
+		if (flight && !f->fl.stop_now && t < f->flush_deadline)
+			fprintf(stderr, "; waiting up to %.1f s for Kafka to acknowledge %" PRIu64,
+				(double)(f->flush_deadline - t) / 1e9, flight);
+		fputc('\n', stderr);
 	}
 	for (;;) {
-		uint64_t taken, acked, bytes, lost, drops, t = cli_now_ns();
-
+		t = cli_now_ns();
 		totals(f, &taken, &acked, &bytes, &lost, &flight, &drops);
-		if (!flight || t >= deadline || f->fl.stop_now)
+		if (!flight || t >= f->flush_deadline || f->fl.stop_now)
 			break;
 		serve(f, 100);
 		if (read(f->fl.sfd, &si, sizeof(si)) == sizeof(si))
@@ -638,16 +708,11 @@ static void finish(struct fwd *f, double flush_s)
 		if (f->progress && t - f->last_t >= (uint64_t)TICK_NS)
 			status_line(f);
 	}
+	lost_by_cause(f, before);
 	if (flight) {
-		status_clear(f);
-		fprintf(stderr, "evs-forward: %" PRIu64 " events not acknowledged %s: purged and counted "
-			"lost (shutdown)\n", flight,
-			f->fl.stop_now ? "when asked to stop at once" : "within the flush timeout");
 		rd_kafka_purge(f->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
 		/* purged messages get their reports promptly */
 		for (int i = 0; i < 50; i++) {
-			uint64_t taken, acked, bytes, lost, drops;
-
 			serve(f, 20);
 			totals(f, &taken, &acked, &bytes, &lost, &flight, &drops);
 			if (!flight)
@@ -671,6 +736,30 @@ static void finish(struct fwd *f, double flush_s)
 		free(c);
 	}
 	f->chunks.prev = &f->chunks;
+	/* said once the purge's reports are in, in the table's words: a
+	 * record sent in chunks counts under the cause of its first failed
+	 * chunk, which may have failed before the purge */
+	lost_by_cause(f, after);
+	for (int k = 0; k < LOST_COUNT; k++)
+		purged += after[k] - before[k];
+	if (purged) {
+		bool other = purged != after[LOST_SHUTDOWN] - before[LOST_SHUTDOWN];
+
+		status_clear(f);
+		fprintf(stderr, "evs-forward: %" PRIu64 " events not acknowledged %s: purged and counted lost ",
+			purged, f->fl.stop_now ? "when asked to stop at once" : "within the flush timeout");
+		if (!other) {
+			fputs("(shutdown)\n", stderr);
+		} else {
+			for (int k = 0, first = 1; k < LOST_COUNT; k++) {
+				if (after[k] == before[k])
+					continue;
+				fprintf(stderr, "%s%" PRIu64 " %s", first ? "as " : ", ", after[k] - before[k], lost_names[k]);
+				first = 0;
+			}
+			fputs(" (a record sent in chunks counts under the cause of its first failed chunk)\n", stderr);
+		}
+	}
 }
 
 /* ------------------------------------------------------------ setup */
@@ -988,13 +1077,14 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	f.t0 = f.last_t = cli_now_ns();
+	f.flush_ns = (uint64_t)(flush_s * 1e9);
 
 	err = run(&f);
 	if (err) {
 		fprintf(stderr, "evs-forward: epoll: %s\n", strerror(-err));
 		rc = 2;
 	}
-	finish(&f, flush_s);
+	finish(&f);
 	status_clear(&f);
 	if (f.summary)
 		write_table(&f, stderr, false);
@@ -1027,7 +1117,8 @@ out:
 		f.final = true;
 		rd_kafka_destroy(f.rk);
 	}
-	/* the consumers after librdkafka: no report arrives any more */
+	/* the streams were let go of in finish(), once taking ended; here
+	 * only those of a setup that failed, and the descriptors */
 	follow_close(&f.fl);
 	/* setup failed before there was a table: a file made for it goes */
 	if (json_fd >= 0) {

@@ -399,6 +399,26 @@ bool follow_any_broken(const struct follow *fl)
 	return false;
 }
 
+void follow_detach(struct follow *fl)
+{
+	for (unsigned int i = 0; i < fl->n; i++) {
+		struct follow_stream *s = &fl->s[i];
+
+		if (!s->c)
+			continue;
+		if (!s->done) {
+			epoll_ctl(fl->ep, EPOLL_CTL_DEL, evs_consumer__fd(s->c), NULL);
+			if (s->hup_fd >= 0)
+				epoll_ctl(fl->ep, EPOLL_CTL_DEL, s->hup_fd, NULL);
+		}
+		/* not done: that would say the producer closed it */
+		s->runnable = false;
+		s->hup_fd = -1;
+		evs_consumer__free(s->c);
+		s->c = NULL;
+	}
+}
+
 void follow_close(struct follow *fl)
 {
 	int fds[] = { fl->ep, fl->sfd, fl->tick_fd, fl->deadline_fd };

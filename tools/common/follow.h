@@ -120,7 +120,12 @@ int follow_report_end(const struct follow *fl, bool say_closed);
 /* A stream was given up as corrupt. */
 bool follow_any_broken(const struct follow *fl);
 
-/* Frees the consumers, closes the descriptors. */
+/* Lets go of every stream at once (its consumer freed: the producer sees
+ * it leave, and what its ring holds waits for the next consumer); how each
+ * ended (done, died, broken) is kept for follow_report_end(). */
+void follow_detach(struct follow *fl);
+
+/* Frees the consumers (those not detached), closes the descriptors. */
 void follow_close(struct follow *fl);
 
 #endif
