@@ -118,7 +118,7 @@ static int stream_next(StreamObject *s, double timeout, PyObject **out)
 
 	for (;;) {
 		struct evs_record rec;
-		uint64_t ticket;
+		uint64_t ticket = 0; /* set when the take succeeds (some compilers cannot tell) */
 		double left;
 
 		/* also after each wait: closed meanwhile (another thread, a

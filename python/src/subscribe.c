@@ -264,7 +264,7 @@ static void *sub_main(void *arg)
 	ts = PyEval_SaveThread();
 	while (!sub_stopping(s)) {
 		struct evs_record rec;
-		uint64_t ticket;
+		uint64_t ticket = 0; /* set when the take succeeds (some compilers cannot tell) */
 		int r = evspy_lease_take(s->stream, &rec, &ticket);
 
 		if (r == 0) {
