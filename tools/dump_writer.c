@@ -689,7 +689,6 @@ static int record(struct dump_writer *w, unsigned int core, const struct evs_eve
 	if (h->seq >= c->base) {
 		uint64_t from = c->next_seq > c->base ? c->next_seq : c->base;
 
-		c->base_events++;
 		c->base_gaps += h->seq > from ? h->seq - from : 0;
 	}
 	c->next_seq = h->seq + 1;

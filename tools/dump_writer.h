@@ -52,10 +52,10 @@ struct dump_core {
 	uint64_t gaps;         /* events lost, from sequence gaps */
 	/* what the producer had offered (and dropped) when the core was
 	 * connected: seqs below base were never this dump's to read (dropped,
-	 * or another consumer's); of the lines from base on, how many, and
-	 * the seqs missing between them (drops while connected) */
+	 * or another consumer's); of the lines from base on, the seqs missing
+	 * between them (drops while connected) */
 	uint64_t base, base_dropped;
-	uint64_t base_events, base_gaps;
+	uint64_t base_gaps;
 	uint64_t failed;       /* events that could not be written */
 	uint64_t bad;          /* malformed payloads */
 	uint64_t unfit;        /* empty tensors NumPy cannot represent: no .npy */

@@ -848,10 +848,7 @@ class Producer:
         if prefix is None:
             prefix = b""
         elif isinstance(prefix, str):
-            b = prefix.encode()
-            if b"\0" in b:
-                raise ValueError("prefix %r: allowed is a str without NUL characters (a C string "
-                                 "ends at the first)" % (prefix,))
+            b = _cstr(prefix, "prefix")
             prefix = b if len(b) <= _PREFIX_MAX else _cut_prefix(b)
         elif not isinstance(prefix, bytes):
             raise TypeError("prefix %r: allowed is a str, bytes or None" % (prefix,))

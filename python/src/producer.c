@@ -389,16 +389,13 @@ static PyObject *producer_emit_tensor(PyObject *o, PyObject *const *args, Py_ssi
 	if (dtype_o != Py_None) {
 		Py_ssize_t n;
 
-		if (!PyUnicode_Check(dtype_o) || !(dtype = PyUnicode_AsUTF8AndSize(dtype_o, &n)))
+		if (!PyUnicode_Check(dtype_o))
 			goto bad_dtype;
+		dtype = evspy_cstr(dtype_o, "dtype", &n);
+		if (!dtype)
+			return NULL;
 		if (n == 0 || n >= (Py_ssize_t)EVS_TENSOR_DTYPE_MAX)
 			goto bad_dtype;
-		if (memchr(dtype, 0, (size_t)n)) {
-			PyErr_Format(PyExc_ValueError,
-				     "dtype %R: allowed is a str without NUL characters (a C string ends "
-				     "at the first)", dtype_o);
-			return NULL;
-		}
 	}
 	t.prefix = prefix;
 	t.pipe = pipe ? (uint32_t)pipe : 1;
