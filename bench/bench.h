@@ -170,7 +170,7 @@ void limits_run(void);
  * moves the vCPUs: the cache line one-way time here jumps between ~45 and
  * ~210 ns from one minute to the next. */
 struct tput limit_memcpy(size_t size);
-/* The same with evs_ring_copy(), which streams from EVS_RING_COPY_STREAMING
+/* The same with evs__ring_copy(), which streams from EVS__RING_COPY_STREAMING
  * bytes on: context for the x memcpy ratios of large payloads. */
 struct tput limit_ring_copy(size_t size);
 void limit_line_oneway(struct lat *out);
