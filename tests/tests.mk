@@ -18,13 +18,18 @@ $(BUILD)/tests/%: tests/%.c tests/helpers.h $(BUILD)/libevstream.so
 # $$(TESTS): expanded after every fragment has added to TESTS
 tests: lib $$(TESTS)
 
-# `make test`: packages, huge pages, build, then every suite (SUITES=... to pick).
+# `make test`: packages, huge pages, build, then every suite. SUITES=... picks
+# some, by path or name (test_ring, cli_options, dump/modes): EVS_TESTS lets
+# run-tests.sh find a name among them and say which there are.
+RUN_TESTS = BUILD='$(BUILD)' EVS_TESTS='$(strip $(TESTS))' bash scripts/run-tests.sh \
+	$(if $(SUITES),$(SUITES),$(TESTS))
+
 test: deps check-env
 	@$(MAKE) --no-print-directory tests
-	@bash scripts/run-tests.sh $(if $(SUITES),$(SUITES),$(TESTS))
+	@$(RUN_TESTS)
 
 test-only: tests
-	@bash scripts/run-tests.sh $(if $(SUITES),$(SUITES),$(TESTS))
+	@$(RUN_TESTS)
 
 # Scripted: both compilers, soname/exports, make install, pkg-config.
 TESTS += tests/build_contract.sh
@@ -32,5 +37,7 @@ TESTS += tests/build_contract.sh
 TESTS += tests/deps_log.sh
 # scripts/run-tests.sh's tally: skipped parts of passing scripts counted and listed.
 TESTS += tests/run_tests_tally.sh
+# ... and its names for tests (make test-only SUITES=test_ring), an unknown one refused.
+TESTS += tests/run_tests_names.sh
 # make demo / kafka-demo on a fresh machine: what they build is decided after deps.
 TESTS += tests/fresh_make.sh
