@@ -123,7 +123,8 @@ done
 mkdir -p "$T/raw"
 says "evs-dump: unexpected argument 'some-producer': --convert RAWDIR takes no PRODUCER" \
 	"$B/evs-dump" --convert "$T/raw" -o "$T/conv" some-producer extra-arg
-for o in "--cores:-c 0" "--events:-n 5" "--index-only:-i" "--seconds:-t 1" "--bytes:-b 1K" "--raw:-r" "--wait:-w 1"; do
+for o in "--cores:-c 0" "--events:-n 5" "--index-only:-i" "--seconds:-t 1" "--bytes:-b 1K" "--raw:-r" "--wait:-w 1" \
+	"--no-print:--no-print"; do
 	says "evs-dump: ${o%%:*} is not allowed with --convert RAWDIR, which takes only -o OUTDIR, --progress, --summary and --quiet" \
 		"$B/evs-dump" --convert "$T/raw" -o "$T/conv" ${o#*:}
 done

@@ -391,7 +391,8 @@ int main(int argc, char **argv)
 		case 'i': mode = DUMP_INDEX_ONLY; live = "--index-only"; break;
 		case 'r': mode = DUMP_RAW; live = "--raw"; break;
 		case 'C': convert = optarg; break;
-		case 'N': print = false; break;
+		/* --convert prints nothing (dump_convert()): refused there */
+		case 'N': print = false; live = "--no-print"; break;
 		case 'p': d.progress = true; d.summary = true; break;
 		case 's': d.summary = true; break;
 		case 'q': quiet = true; break;
