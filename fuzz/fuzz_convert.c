@@ -538,7 +538,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 	}
 	check_out();
 	check_base(fnames, data, lens, nfiles);
-	if (scratch_rm(outdir))
+	/* gone when no file was converted at all: dump_convert() took it back */
+	if (scratch_rm(outdir) && errno != ENOENT)
 		abort();
 	return 0;
 }

@@ -140,11 +140,14 @@ static int raw_cut(const struct raw_window *r, const char *path, int64_t err, ui
 	return -EIO;
 }
 
-/* A file that cannot be converted (whole): said; the others still are. */
+/* A file converted in part (cut, unreadable past a point), or not at all
+ * (refused, or unreadable before its first record): said; the others
+ * still are. */
 #define FILE_NOT_WHOLE 1
+#define FILE_NOT_CONVERTED 2
 
-/* One raw file into w: 0, FILE_NOT_WHOLE, or -errno when the dump writer
- * failed in a way that stops the conversion (said). */
+/* One raw file into w: 0, FILE_NOT_WHOLE, FILE_NOT_CONVERTED, or -errno
+ * when the dump writer failed in a way that stops the conversion (said). */
 static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct conv_status *cs, int rawfd,
 			const char *rawdir, const char *name)
 {
@@ -169,37 +172,37 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct con
 			fprintf(stderr, "evs-dump: %s: a symbolic link, not a raw dump: refused\n", path);
 		else
 			fprintf(stderr, "evs-dump: %s: %s\n", path, strerror(errno));
-		goto not_whole;
+		goto not_converted;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		fprintf(stderr, "evs-dump: %s: not a regular file, not a raw dump: refused\n", path);
-		goto not_whole;
+		goto not_converted;
 	}
 	size = (uint64_t)st.st_size;
 	if (size < sizeof(fh)) {
 		fprintf(stderr, "evs-dump: %s: not a raw dump (too short)\n", path);
-		goto not_whole;
+		goto not_converted;
 	}
 	r.fd = fd;
 	r.buf = malloc(RAW_WINDOW);
 	if (!r.buf) {
 		fprintf(stderr, "evs-dump: %s: no memory to read it through\n", path);
-		goto not_whole;
+		goto not_converted;
 	}
 	if ((got = raw_window_fill(&r, sizeof(fh))) < (int64_t)sizeof(fh)) {
 		raw_cut(&r, path, got, size, records);
-		goto not_whole;
+		goto not_converted;
 	}
 	memcpy(&fh, r.buf, sizeof(fh));
 	raw_window_skip(&r, sizeof(fh));
 	if (memcmp(fh.magic, DUMP_RAW_MAGIC, sizeof(fh.magic)) || fh.version != 1) {
 		fprintf(stderr, "evs-dump: %s: not a raw dump (bad magic or version)\n", path);
-		goto not_whole;
+		goto not_converted;
 	}
 	if (fh.core >= DUMP_MAX_CORES) {
 		fprintf(stderr, "evs-dump: %s: not a raw dump (core %" PRIu32 " in its header; cores are 0 to %u)\n",
 			path, fh.core, DUMP_MAX_CORES - 1);
-		goto not_whole;
+		goto not_converted;
 	}
 	status_line(cs, w, name, sizeof(fh), size);
 	for (off = sizeof(fh); off < size;) {
@@ -288,6 +291,9 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct con
 	goto out;
 not_whole:
 	err = FILE_NOT_WHOLE;
+	goto out;
+not_converted:
+	err = FILE_NOT_CONVERTED;
 out:
 	free(r.buf);
 	if (fd >= 0)
@@ -302,13 +308,23 @@ static bool is_raw_name(const char *name)
 	return !strncmp(name, "core", 4) && len >= 7 && !strcmp(name + len - 7, ".evsraw");
 }
 
+/* "1 of the 2 raw files was <what> (said above)" */
+static void say_files(int some, int files, const char *what)
+{
+	if (files == 1)
+		fprintf(stderr, "evs-dump: the raw file was %s (said above)\n", what);
+	else
+		fprintf(stderr, "evs-dump: %d of the %d raw files %s %s (said above)\n", some, files,
+			some == 1 ? "was" : "were", what);
+}
+
 int dump_convert(const char *rawdir, const char *outdir, bool summary, bool progress)
 {
 	struct conv_status cs = { .on = progress, .t0 = cli_now_ns() };
 	struct dump_writer w = { .print = false, .clear_status = status_clear, .ctx = &cs };
 	struct conv_seq seqs = { 0 };  /* 36 KiB */
 	struct dirent **names = NULL;
-	int n = 0, err = 0, files = 0, not_whole = 0, rawfd, rc;
+	int n = 0, err = 0, files = 0, not_whole = 0, not_converted = 0, rawfd, rc;
 
 	rawfd = open(rawdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rawfd >= 0)
@@ -319,37 +335,52 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary, bool prog
 			close(rawfd);
 		return 2;
 	}
+	for (int i = 0; i < n; i++)
+		cs.files += is_raw_name(names[i]->d_name);
+	/* said before the output exists: an empty dump left behind would
+	 * make a run on the directory once it holds raw files refuse it */
+	if (!cs.files) {
+		fprintf(stderr, "evs-dump: no core<N>.evsraw files in '%s': nothing to convert, nothing "
+			"written\n", rawdir);
+		rc = 2;
+		goto out;
+	}
 	if (dump_writer_open(&w, outdir, DUMP_NPY)) {
 		rc = 2;
 		goto out;
 	}
-	for (int i = 0; i < n; i++)
-		cs.files += is_raw_name(names[i]->d_name);
 	for (int i = 0; i < n && !err; i++) {
 		if (!is_raw_name(names[i]->d_name))
 			continue;
 		cs.file = ++files;
 		cs.last = 0; /* each file shown as it begins */
 		err = convert_file(&w, &seqs, &cs, rawfd, rawdir, names[i]->d_name);
-		if (err == FILE_NOT_WHOLE) {
-			/* said; the other files are converted all the same */
-			not_whole++;
+		/* said; the other files are converted all the same */
+		if (err == FILE_NOT_WHOLE || err == FILE_NOT_CONVERTED) {
+			not_whole += err == FILE_NOT_WHOLE;
+			not_converted += err == FILE_NOT_CONVERTED;
 			err = 0;
 		}
 	}
 	status_clear(&cs);
-	if (!files) {
-		fprintf(stderr, "evs-dump: no core<N>.evsraw files in '%s'\n", rawdir);
-		err = -ENOENT;
+	if (summary) {
+		if (not_converted == files)
+			fprintf(stderr, "evs-dump: converted none of the %d raw %s: nothing written\n", files,
+				files == 1 ? "file" : "files");
+		else if (not_converted)
+			fprintf(stderr, "evs-dump: converted %d of the %d raw files: %" PRIu64 " events, %" PRIu64
+				" tensor bytes into %s\n", files - not_converted, files, w.events, w.bytes, outdir);
+		else
+			fprintf(stderr, "evs-dump: converted %d raw %s: %" PRIu64 " events, %" PRIu64
+				" tensor bytes into %s\n", files, files == 1 ? "file" : "files", w.events, w.bytes,
+				outdir);
 	}
-	if (summary)
-		fprintf(stderr, "evs-dump: converted %d raw files: %" PRIu64 " events, %" PRIu64
-			" tensor bytes into %s\n", files, w.events, w.bytes, outdir);
-	if (not_whole) {
-		fprintf(stderr, "evs-dump: %d of the %d raw files were not converted whole (said above)\n",
-			not_whole, files);
+	if (not_converted)
+		say_files(not_converted, files, "not converted");
+	if (not_whole)
+		say_files(not_whole, files, "converted only in part");
+	if (not_converted || not_whole)
 		err = err ? err : -EBADMSG;
-	}
 	if (w.bad)
 		fprintf(stderr, "evs-dump: %" PRIu64 " malformed events were indexed as \"bad\"\n", w.bad);
 	if (summary && w.unfit)
@@ -360,7 +391,11 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary, bool prog
 			strerror(w.first_errno));
 		err = err ? err : -EIO;
 	}
-	if (dump_writer_close(&w) && !err)
+	if (not_converted == files)
+		/* nothing was taken from any file: no empty dump left behind
+		 * for a run on the files put right to refuse */
+		dump_writer_abort(&w);
+	else if (dump_writer_close(&w) && !err)
 		err = -EIO;
 	rc = err ? 1 : 0;
 out:

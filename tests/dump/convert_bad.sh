@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # --convert on raw files it did not write: a core number in the header
 # beyond the library's 0..4095 (the largest wraps a 32-bit count) is refused
-# with a message naming it and the range, exit 1, no crash; a malformed
+# with a message naming it and the range, exit 1, no crash; a file refused
+# is counted as not converted, and when none was, nothing is left; a
+# RAWDIR without raw files is said, exit 2, before any output; a malformed
 # record is indexed as bad and said; a link or a FIFO is refused; a
 # sequence number repeated within a core is skipped and said; a prefix
 # that is not UTF-8 leaves the index UTF-8 JSON.
@@ -26,6 +28,47 @@ for core in 4294967295 4096; do
 	grep -qF "core $core in its header; cores are 0 to 4095" "$T/e$core" || { cat "$T/e$core"; fail "core $core: message"; }
 	ok "raw header with core $core refused: '$(head -1 "$T/e$core")', exit 1"
 done
+
+# the only raw file refused: the count says none was converted, not "converted
+# 1 raw files", and nothing is left in the output directory (an empty dump
+# there would make the run on the file put right refuse it)
+"$DUMP" --convert "$T/r4096" -o "$T/o4096s" -s 2>"$T/e4096s"; rc=$?
+[ "$rc" -eq 1 ] || { cat "$T/e4096s"; fail "core 4096, -s: exit $rc, expected 1"; }
+grep -qx "evs-dump: converted none of the 1 raw file: nothing written" "$T/e4096s" &&
+	grep -qx "evs-dump: the raw file was not converted (said above)" "$T/e4096s" ||
+	{ cat "$T/e4096s"; fail "core 4096, -s: the counts do not say the file was not converted"; }
+grep -q "converted 1 raw" "$T/e4096s" && { cat "$T/e4096s"; fail "core 4096, -s: said to be converted"; }
+[ -e "$T/o4096s" ] && { ls -lR "$T/o4096s"; fail "core 4096: the output directory was left behind"; }
+raw_file "$T/r4096/core0.evsraw" 0
+"$DUMP" --convert "$T/r4096" -o "$T/o4096s" -q 2>"$T/e4096s" ||
+	{ cat "$T/e4096s"; fail "the file put right: not converted (exit $?)"; }
+ok "the only raw file refused: 'converted none of the 1 raw file', 'the raw file was not converted', nothing left; the file put right converts"
+
+# one refused beside one converted: each counted as what it was
+mkdir "$T/rmix"
+raw_file "$T/rmix/core0.evsraw" 0
+raw_file "$T/rmix/core1.evsraw" 4096
+"$DUMP" --convert "$T/rmix" -o "$T/omix" -s 2>"$T/emix"; rc=$?
+[ "$rc" -eq 1 ] || { cat "$T/emix"; fail "one refused of two: exit $rc, expected 1"; }
+grep -qx "evs-dump: converted 1 of the 2 raw files: 1 events, 0 tensor bytes into $T/omix" "$T/emix" &&
+	grep -qx "evs-dump: 1 of the 2 raw files was not converted (said above)" "$T/emix" ||
+	{ cat "$T/emix"; fail "one refused of two: the counts"; }
+[ -f "$T/omix/index.jsonl" ] || fail "one refused of two: the converted one's index is gone"
+ok "one refused of two: 'converted 1 of the 2 raw files', '1 of the 2 raw files was not converted', exit 1"
+
+# RAWDIR without raw files: said, exit 2, no output made; then with one,
+# the conversion runs (an empty dump left behind refused it)
+mkdir "$T/rnone"
+"$DUMP" --convert "$T/rnone" -q 2>"$T/enone"; rc=$?
+[ "$rc" -eq 2 ] || { cat "$T/enone"; fail "no raw files: exit $rc, expected 2"; }
+grep -qxF "evs-dump: no core<N>.evsraw files in '$T/rnone': nothing to convert, nothing written" "$T/enone" ||
+	{ cat "$T/enone"; fail "no raw files: message"; }
+[ -z "$(ls -A "$T/rnone")" ] || { ls -lR "$T/rnone"; fail "no raw files: RAWDIR/npy was made"; }
+said=$(head -1 "$T/enone")
+raw_file "$T/rnone/core0.evsraw" 0
+"$DUMP" --convert "$T/rnone" -q 2>"$T/enone" || { cat "$T/enone"; fail "raw file added: exit $?"; }
+[ -f "$T/rnone/npy/index.jsonl" ] || fail "raw file added: no RAWDIR/npy/index.jsonl"
+ok "no raw files: '$said', exit 2, nothing made; a raw file added then converts"
 
 # the largest allowed core still converts
 mkdir "$T/r4095"

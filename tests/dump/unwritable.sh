@@ -36,8 +36,11 @@ for mode in "" --raw --index-only; do
 		[ "$(ls -A "$T/left" | tr '\n' ' ')" = "c0 summary.json " ] && [ "$(ls -A "$T/left/c0")" = 000000000000.npy ] ||
 		fail "a non-empty directory${mode:+ ($mode)}: its files were touched: $(ls -AR "$T/left" | tr '\n' ' ')"
 done
-# ... and for --convert's output
+# ... and for --convert's output (a raw file to convert: without one,
+# nothing to convert is said first)
 mkdir -p "$T/raw" "$T/conv" && touch "$T/conv/mine"
+"$PY" -c 'import struct, sys; open(sys.argv[1], "wb").write(b"EVSRAW01" + struct.pack("<II", 1, 0) + bytes(48))' \
+	"$T/raw/core0.evsraw"
 "$DUMP" --convert "$T/raw" -o "$T/conv" 2>"$T/e8"; rc=$?
 [ "$rc" -eq 2 ] && grep -qF "output directory '$T/conv' is not empty (it holds 'mine')" "$T/e8" ||
 	{ cat "$T/e8"; fail "--convert into a non-empty directory: exit $rc"; }
