@@ -332,7 +332,8 @@ static void account_core(struct verify *v, const char *obj)
 		     v->core_gaps[core]);
 		return;
 	}
-	/* a dump read from Kafka (or by an older evs-dump) has no such counters */
+	/* a dump read from Kafka, converted from raw files (which do not hold
+	 * them) or written by an older evs-dump has no such counters */
 	if (json_get_u64(obj, "produced_before", &base) || json_get_u64(obj, "dropped_before", &base_dropped) ||
 	    json_get_u64(obj, "produced", &produced) || json_get_u64(obj, "dropped", &dropped)) {
 		v->accounted = false;
@@ -384,8 +385,8 @@ static void account(struct verify *v, const char *path)
 	free(data);
 	if (!v->accounted)
 		printf("verify: %s has no producer counters from when the dump connected (a dump read "
-		       "from Kafka, or by an older evs-dump): drops after a core's last index line are "
-		       "not accounted\n", path);
+		       "from Kafka, converted from raw files by evs-dump --convert, or written by an older "
+		       "evs-dump): drops after a core's last index line are not accounted\n", path);
 }
 
 int demo_verify(const char *dir, int pattern, uint64_t seed, bool allow_missing)

@@ -13,8 +13,9 @@
  *
  * Then: the exit status is 0 or 1 (2 is for directories we made sound);
  * nothing was written beside the output directory and the raw files are
- * as written; the output directory holds index.jsonl and c<N>/ with
- * <seq>.npy files only (no temporary left); every .npy is NumPy 1.0 whose
+ * as written; the output directory holds index.jsonl, summary.json (one
+ * JSON object counting the index's lines) and c<N>/ with <seq>.npy files
+ * only (no temporary left), or is gone when no file was converted; every .npy is NumPy 1.0 whose
  * data size is its shape times its element size; every index line is one
  * whole JSON object (strict: UTF-8, escapes), each .npy is named by
  * exactly one line whose dtype and shape are those of the file; and the
@@ -392,10 +393,12 @@ static void check_line(char *line, char *end)
 		die("index line's dtype or shape is not its .npy's", line);
 }
 
-static void check_index(int outfd)
+/* The index's lines, each checked; their count. */
+static uint64_t check_index(int outfd)
 {
 	size_t len;
 	char *buf = slurp(outfd, "index.jsonl", 64 << 20, &len), *p, *nl;
+	uint64_t lines = 0;
 
 	if (!buf)
 		die("index larger than any input makes", "index.jsonl");
@@ -404,11 +407,35 @@ static void check_index(int outfd)
 	for (p = buf; p < buf + len; p = nl + 1) {
 		nl = memchr(p, '\n', (size_t)(buf + len - p));
 		check_line(p, nl);
+		lines++;
 	}
 	free(buf);
 	for (unsigned int i = 0; i < nnpy; i++)
 		if (!npys[i].lines)
 			die("no index line names it", npys[i].name);
+	return lines;
+}
+
+/* summary.json: one strict JSON object on a line, whose events are the
+ * index's lines and those it could not write. */
+static void check_summary(int outfd, uint64_t lines)
+{
+	size_t len;
+	char *buf = slurp(outfd, "summary.json", 1 << 20, &len);
+	const char *e;
+	uint64_t events, unindexed;
+
+	if (!buf)
+		die("larger than any input makes", "summary.json");
+	if (!len || buf[len - 1] != '\n')
+		die("does not end on a whole line", "summary.json");
+	e = js_value(buf, buf + len - 1, 0);
+	if (!e || js_ws(e, buf + len - 1) != buf + len - 1 || *js_ws(buf, buf + len) != '{')
+		die("not one JSON object", "summary.json");
+	if (json_get_u64(buf, "events", &events) || json_get_u64(buf, "unindexed", &unindexed) ||
+	    events != lines + unindexed)
+		die("its events are not the index's lines", "summary.json");
+	free(buf);
 }
 
 static void check_out(void)
@@ -416,7 +443,7 @@ static void check_out(void)
 	int fd = openat(scratch_fd, "out", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d;
 	struct dirent *e;
-	bool index = false;
+	bool index = false, summary = false;
 
 	if (fd < 0 && errno == ENOENT)
 		return;
@@ -429,13 +456,18 @@ static void check_out(void)
 			continue;
 		if (!strcmp(e->d_name, "index.jsonl"))
 			index = true;
+		else if (!strcmp(e->d_name, "summary.json"))
+			summary = true;
 		else if (core_dir_name(e->d_name))
 			check_core_dir(dirfd(d), e->d_name);
 		else
 			die("written into the output directory", e->d_name);
 	}
+	/* dump_convert() returned: the summary is there with the index */
+	if (index != summary)
+		die(index ? "an index without summary.json" : "summary.json without an index", outdir);
 	if (index)
-		check_index(dirfd(d));
+		check_summary(dirfd(d), check_index(dirfd(d)));
 	else if (nnpy)
 		die("files without an index", outdir);
 	closedir(d);

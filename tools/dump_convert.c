@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "dump.h"
 #include "dump_writer.h"
+#include "jsonl.h"
 
 /* The last sequence number converted for each core: .npy files are named
  * by it, so a record that repeats one (or goes back, as two files of one
@@ -308,6 +309,52 @@ static bool is_raw_name(const char *name)
 	return !strncmp(name, "core", 4) && len >= 7 && !strcmp(name + len - 7, ".evsraw");
 }
 
+/*
+ * summary.json of a conversion, as a live dump's (evs-dump.c) says what
+ * was written, so that a converted dump is not taken for one cut short.
+ * Raw files do not name their producer or hold its counters (what it
+ * offered and dropped): "producer" is null and those fields are absent,
+ * as in a dump read from Kafka.
+ */
+struct conv_summary {
+	const struct dump_writer *w;
+	const char *rawdir;
+	double secs;
+	int files, not_converted, not_whole;
+};
+
+static void fill_summary(FILE *f, void *ctx)
+{
+	const struct conv_summary *cs = ctx;
+	const struct dump_writer *w = cs->w;
+	bool first = true;
+
+	fprintf(f, "{\"producer\":null,\"converted_from\":");
+	json_put_str(f, cs->rawdir);
+	fprintf(f, ",\"raw_files\":%d,\"raw_files_not_converted\":%d,\"raw_files_in_part\":%d"
+		",\"seconds\":%.3f,\"events\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64
+		",\"bad\":%" PRIu64 ",\"unrepresentable\":%" PRIu64 ",\"index_error\":",
+		cs->files, cs->not_converted, cs->not_whole, cs->secs, w->events, w->bytes, w->failed, w->bad,
+		w->unfit);
+	if (w->index_errno)
+		json_put_str(f, strerror(w->index_errno));
+	else
+		fputs("null", f);
+	fprintf(f, ",\"unindexed\":%" PRIu64 ",\"cores\":[", w->unindexed);
+	for (unsigned int i = 0; i < w->ncores; i++) {
+		const struct dump_core *c = &w->cores[i];
+
+		if (!c->used)
+			continue;
+		fprintf(f, "%s{\"core\":%u,\"events\":%" PRIu64 ",\"tensors\":%" PRIu64 ",\"bytes\":%" PRIu64
+			",\"gaps\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64
+			",\"unrepresentable\":%" PRIu64 "}", first ? "" : ",", i, c->events, c->tensors, c->bytes,
+			c->gaps, c->failed, c->bad, c->unfit);
+		first = false;
+	}
+	fprintf(f, "]}\n");
+}
+
 /* "1 of the 2 raw files was <what> (said above)" */
 static void say_files(int some, int files, const char *what)
 {
@@ -391,12 +438,27 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary, bool prog
 			strerror(w.first_errno));
 		err = err ? err : -EIO;
 	}
-	if (not_converted == files)
+	if (not_converted == files) {
 		/* nothing was taken from any file: no empty dump left behind
 		 * for a run on the files put right to refuse */
 		dump_writer_abort(&w);
-	else if (dump_writer_close(&w) && !err)
-		err = -EIO;
+	} else {
+		struct conv_summary sum = { .w = &w, .rawdir = rawdir, .files = files,
+					    .not_converted = not_converted, .not_whole = not_whole,
+					    .secs = (double)(cli_now_ns() - cs.t0) / 1e9 };
+		int e;
+
+		/* the index first: its reserve, given back, makes room for the summary */
+		if (dump_writer_close_index(&w) && !err)
+			err = -EIO;
+		if ((e = json_file_whole(w.out.fd, "summary.json", fill_summary, &sum))) {
+			fprintf(stderr, "evs-dump: cannot write %s/summary.json: %s (none was left)\n", w.dir,
+				strerror(-e));
+			err = err ? err : e;
+		}
+		if (dump_writer_close(&w) && !err)
+			err = -EIO;
+	}
 	rc = err ? 1 : 0;
 out:
 	for (int i = 0; i < n; i++)

@@ -26,6 +26,18 @@ PYEOF
 verify "$T/rn" --pattern all
 [ "$(wc -l <"$T/rn/index.jsonl")" -eq 600 ] || fail "converted index lines"
 ok "raw mode: core<N>.evsraw files convert to .npy files that match"
+# a whole conversion has its summary.json, as a live dump: the verifiers
+# check it as whole, not cut short; the producer's counters it cannot know
+[ -f "$T/rn/summary.json" ] || fail "a converted dump has no summary.json: $(ls "$T/rn")"
+[ "$(json "$T/rn/summary.json" '(j["producer"], j["raw_files"], j["events"], sorted((c["core"], c["events"]) for c in j["cores"]), "produced" in j["cores"][0])')" = \
+	"(None, 2, 600, [(0, 300), (1, 300)], False)" ] || fail "converted summary.json: $(cat "$T/rn/summary.json")"
+"$DEMO" --verify "$T/rn" --pattern all >"$T/rn.v" 2>&1 || { cat "$T/rn.v"; fail "evs-demo --verify of the conversion"; }
+grep -q "cut short" "$T/rn.v" && { cat "$T/rn.v"; fail "a whole conversion verified as cut short"; }
+grep -q "has no producer counters .*converted from raw files by evs-dump --convert" "$T/rn.v" ||
+	{ cat "$T/rn.v"; fail "the verifier does not say why a conversion's drops are not accounted"; }
+"$PY" demo/verify_dump.py "$T/rn" >"$T/rn.v2" 2>&1 && ! grep -q "cut short" "$T/rn.v2" ||
+	{ cat "$T/rn.v2"; fail "verify_dump.py: a whole conversion is cut short"; }
+ok "a conversion writes summary.json (producer null, 600 events on 2 cores, no producer counters); not cut short"
 # --progress: a status line per file as it begins (then every half second)
 "$DUMP" --convert "$T/r" -o "$T/rp" --progress 2>"$T/rp.err" || fail "convert --progress"
 for f in "core0.evsraw (file 1 of 2)" "core1.evsraw (file 2 of 2)"; do
