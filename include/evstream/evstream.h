@@ -203,8 +203,12 @@ EVS_API struct evs_consumer *evs_consumer__connect(const char *name, unsigned in
 						   const struct evs_consumer_opts *opts);
 EVS_API void evs_consumer__free(struct evs_consumer *c);
 
-/* The eventfd that becomes readable when records are pending (after
- * evs_consumer__prepare_wait() returned 0). Owned by the consumer. */
+/* The fd to poll (epoll, poll, select) for readability: readable when
+ * records are pending (after evs_consumer__prepare_wait() returned 0) and
+ * when the producer ends. For a producer in this process it is the
+ * stream's eventfd; for one in another process, an epoll set over that
+ * eventfd and the socket to the producer. Owned by the consumer: poll it,
+ * never read, write or close it. */
 EVS_API int evs_consumer__fd(const struct evs_consumer *c);
 /* The socket to the producer (readable / hang-up when the producer is gone),
  * or -1 for a producer in this process. Owned by the consumer. */
