@@ -249,7 +249,11 @@ START_TEST(test_ring_wrap_keeps_payload_contiguous)
 		EVS_CHECK(evs_consumer__peek(r.c, &rec) == 0, "peek %" PRIu64, i);
 		EVS_CHECK(rec.hdr.data_size == n && rec.hdr.seq == i, "record %" PRIu64, i);
 		EVS_CHECK(check_pattern(rec.data, n, i), "record %" PRIu64, i);
-		for (size_t k = 0; k < sizeof(rec.hdr.reserved); k++)
+		/* bytes 32..39 the record's position (layout.h), the rest zero */
+		uint64_t at;
+		memcpy(&at, rec.hdr.reserved, sizeof(at));
+		EVS_CHECK(at == pos, "record %" PRIu64 " says it is at %" PRIu64, i, at);
+		for (size_t k = sizeof(at); k < sizeof(rec.hdr.reserved); k++)
 			EVS_CHECK(rec.hdr.reserved[k] == 0, "record %" PRIu64 " reserved[%zu]", i, k);
 		EVS_CHECK(rec.hdr.flags == 0, "record %" PRIu64, i);
 		if (pos % r.cap + evs_record_len(n) > r.cap)

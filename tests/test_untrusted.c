@@ -387,6 +387,40 @@ START_TEST(test_next_consumer_is_not_handed_a_record_forged_in_a_payload)
 }
 END_TEST
 
+/* The same header-shaped bytes, but the position inside the payload was
+ * published while the ring was full: the producer's look at the consumer
+ * page accepted it (its bounds allow it), and the handover starts from
+ * what it accepted. left is 8-aligned (128) or not (132). */
+static void forge_behind_an_accepted_position(uint64_t left)
+{
+	uint8_t payload[200] = { 0 };
+	struct evs_event_header fake = { .data_size = 72, .type = 0x4242, .seq = 12345 };
+	int n = 0;
+
+	memcpy(payload + 64, &fake, sizeof(fake));
+	ck_assert_int_eq(evs_producer__emit(fx.p, 0, 1, payload, sizeof(payload)), 0);
+	while (evs_producer__emit(fx.p, 0, 1, "ABCDEFGH", 8) == 0)
+		n++;
+	ck_assert_int_gt(n, 0);
+	WRITE_ONCE(&fx.c->cons->cons_pos, left);
+	/* the ring looked full: this emit reads the page again */
+	ck_assert_int_eq(evs_producer__emit(fx.p, 0, 1, "ABCDEFGH", 8), 0);
+	ck_assert_uint_eq(READ_ONCE(&fx.s->cons_cache), left);
+	assert_next_consumer_starts_fresh(left);
+}
+
+START_TEST(test_next_consumer_is_not_handed_a_record_forged_behind_an_accepted_position)
+{
+	forge_behind_an_accepted_position(128);
+}
+END_TEST
+
+START_TEST(test_next_consumer_starts_fresh_after_an_accepted_unaligned_position)
+{
+	forge_behind_an_accepted_position(132);
+}
+END_TEST
+
 /* A consumer killed between its two stores of a release leaves its
  * released count one ahead of its position: the next consumer still
  * inherits every record from that position (the one in between again, as
@@ -1056,6 +1090,8 @@ int main(void)
 	tcase_add_test(tc, test_next_consumer_starts_fresh_after_a_position_ahead);
 	tcase_add_test(tc, test_next_consumer_starts_fresh_after_a_position_put_back);
 	tcase_add_test(tc, test_next_consumer_is_not_handed_a_record_forged_in_a_payload);
+	tcase_add_test(tc, test_next_consumer_is_not_handed_a_record_forged_behind_an_accepted_position);
+	tcase_add_test(tc, test_next_consumer_starts_fresh_after_an_accepted_unaligned_position);
 	tcase_add_test(tc, test_a_consumer_gone_cannot_release_for_the_next_one);
 	tcase_add_test(tc, test_connect_without_a_descriptor_for_its_page_fails_cleanly);
 	tcase_add_test(tc, test_next_consumer_inherits_after_a_release_torn_by_a_kill);

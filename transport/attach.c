@@ -46,18 +46,26 @@ int evs_stream_claim(struct evs_stream *s)
  * The records of [from, to) counted by walking their headers, which the
  * producer wrote; -1 when the walk misses to (from or to is not where a
  * record starts). Nothing at or past the accepted consumer position has
- * been written over: the producer writes up to a ring past it.
+ * been written over: the producer writes up to a ring past it. Each
+ * header must hold its own position (stream_seal_as()): the producer
+ * accepts any position the consumer publishes within its bounds, without
+ * walking the ring at each look, so the position it last accepted may
+ * itself lie inside a payload, whose bytes a header-shaped run could
+ * otherwise lead on to `to`.
  */
 static int64_t records_between(const struct evs_stream *s, uint64_t from, uint64_t to)
 {
 	int64_t n = 0;
 
+	if (from % EVS_RECORD_ALIGN)
+		return -1;
 	while (from != to) {
 		const struct evs_event_header *h =
 			(const struct evs_event_header *)(s->data + from % s->cap);
-		uint64_t size = h->data_size;
+		uint64_t size = h->data_size, at;
 
-		if (size > s->cap - EVS_RECORD_HDR || evs_record_len(size) > to - from)
+		memcpy(&at, (const char *)h + EVS_RECORD_POS_AT, sizeof(at));
+		if (at != from || size > s->cap - EVS_RECORD_HDR || evs_record_len(size) > to - from)
 			return -1;
 		from += evs_record_len(size);
 		n++;

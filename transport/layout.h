@@ -35,12 +35,15 @@
 
 #define EVS_SHM_MAGIC      0x314d52545356452eULL /* ".EVSTRM1" little-endian */
 #define EVS_ABI_MAJOR      2 /* 2: the consumer's page in a memfd of its own */
-#define EVS_ABI_MINOR      0
+#define EVS_ABI_MINOR      1 /* 1: a record header's bytes 32..39 hold its position */
 #define EVS_CTL_PAGE       4096u
 #define EVS_CTL_BYTES      (2 * EVS_CTL_PAGE) /* both pages, as mapped */
 #define EVS_CACHELINE      64
 #define EVS_RECORD_ALIGN   8u
 #define EVS_RECORD_HDR     64u
+/* Where in its header the producer writes a record's position: for its
+ * own check of a position a consumer leaves (attach.c); readers ignore it */
+#define EVS_RECORD_POS_AT  32u
 
 #define EVS_SHM_F_HUGETLB  0x1u
 

@@ -282,6 +282,8 @@ static void stream_wake_slow(struct evs_stream *s)
 	}
 }
 
+_Static_assert(offsetof(struct evs_event_header, reserved) == EVS_RECORD_POS_AT, "position");
+
 /* Write the header of a record of len bytes at prod_off and move the
  * private position past it; nothing is visible to the consumer until
  * stream_publish(). All of the header is written here, at once: a
@@ -298,8 +300,11 @@ static __always_inline void stream_seal_as(struct evs_stream *s, uint64_t size, 
 	h->flags = 0;
 	h->seq = s->produced;
 	h->timestamp_ns = timestamp_ns;
-	/* old payload bytes are there after a wrap: reserved means zero */
-	memset(h->reserved, 0, sizeof(h->reserved));
+	/* the position, so that a position a consumer leaves inside a payload
+	 * is not taken for a record (attach.c); the rest of the reserved
+	 * bytes zero, as old payload bytes are there after a wrap */
+	memcpy(h->reserved, &s->prod_pos, sizeof(s->prod_pos));
+	memset(h->reserved + sizeof(s->prod_pos), 0, sizeof(h->reserved) - sizeof(s->prod_pos));
 
 	s->produced++;
 	s->committed++;
