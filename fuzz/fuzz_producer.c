@@ -7,7 +7,9 @@
  * emits, reservations, commits and discards of arbitrary sizes. The
  * producer must never write outside its ring, never block, keep
  * produced == committed + dropped, and never let its clamped view of the
- * consumer run ahead of what it produced.
+ * consumer run ahead of what it produced. Records may be deferred and
+ * published later, and a next consumer may take over from whatever
+ * position the page holds: it must start where a record of ours starts.
  */
 #include <assert.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 
+#include "attach.h"
 #include "consumer.h"
 #include "producer.h"
 
@@ -25,6 +28,30 @@
 static struct evs_producer *p;
 static struct evs_consumer *c;
 static uint8_t payload[2 * RING];
+/* where the records of this input start: a ring holds at most
+ * RING / EVS_RECORD_HDR of them */
+#define STARTS (RING / EVS_RECORD_HDR)
+static uint64_t starts[STARTS];
+static unsigned int nstarts;
+
+static void note_start(uint64_t pos)
+{
+	starts[nstarts++ % STARTS] = pos;
+}
+
+/* pos is prod_pos, or where one of the ring's records starts */
+static bool on_grid(const struct evs_stream *s, uint64_t pos)
+{
+	/* relaxed: this thread's own stores */
+	uint64_t published = READ_ONCE(&s->prod->prod_pos);
+
+	if (pos == published)
+		return true;
+	for (unsigned int i = 0; i < STARTS && i < nstarts; i++)
+		if (starts[i] == pos && published - pos <= s->cap)
+			return true;
+	return false;
+}
 
 static void setup(void)
 {
@@ -56,12 +83,16 @@ static void reset_stream(struct evs_stream *s, uint64_t base)
 	/* the drop run and batch restart with the counters (drop.c) */
 	s->burst_events = s->batch_events0 = s->batch_bytes0 = 0;
 	s->burst_cause = EVS_DROP_RING_FULL;
+	s->unstamped = 0;
+	s->full_len = 0;
 	s->prod->prod_pos = base;
+	s->prod->committed = 0;
 	s->cons->cons_pos = base;
 	s->cons->released = 0;
 	s->cons->wait = EVS_WAIT_AWAKE;
 	/* the whole 4 KiB ring was committed when it was made */
 	evs_stream_set_limits(s);
+	nstarts = 0;
 }
 
 static uint64_t take(const uint8_t **buf, size_t *len, size_t n)
@@ -104,7 +135,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 	while (len) {
 		uint8_t op = (uint8_t)take(&buf, &len, 1);
 
-		switch (op % 8) {
+		uint64_t at = s->prod_pos;
+
+		switch (op % 11) {
 		case 0: /* a consumer writes any position */
 			WRITE_ONCE(&s->cons->cons_pos, take(&buf, &len, 8));
 			break;
@@ -122,6 +155,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 			size = take(&buf, &len, 2) % (RING + 64);
 			err = evs_producer__emit(p, 0, 1, payload, size);
 			assert(err == 0 || err == -ENOBUFS || err == -EMSGSIZE);
+			if (!err)
+				note_start(at);
 			break;
 		case 5:
 		case 6:
@@ -133,11 +168,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *buf, size_t len)
 			}
 			assert(d >= s->data + EVS_RECORD_HDR && d + size <= s->data + 2 * (size_t)s->cap);
 			memset(d, (int)op, size);
-			err = op % 8 == 5 ? evs_producer__commit(p, 0) : evs_producer__discard(p, 0);
+			err = op % 11 == 5 ? evs_producer__commit(p, 0) : evs_producer__discard(p, 0);
 			assert(err == 0);
+			if (op % 11 == 5)
+				note_start(at);
 			break;
 		case 7: /* the consumer reads its kick, if any */
 			eventfd_read(evs_consumer__fd(c), &v);
+			break;
+		case 8: /* a record left for a later publish */
+			size = take(&buf, &len, 2) % (RING + 64);
+			d = evs_producer__reserve(p, 0, 1, size);
+			if (!d)
+				break;
+			memset(d, (int)op, size);
+			assert(evs_producer__commit_deferred(p, 0) == 0);
+			note_start(at);
+			break;
+		case 9:
+			assert(evs_producer__publish(p, 0) == 0);
+			assert(READ_ONCE(&s->prod->prod_pos) == s->prod_pos);
+			break;
+		case 10: /* the consumer leaves, another takes over from its page */
+			assert(evs_stream_activate(s, false) >= 0);
+			assert(on_grid(s, READ_ONCE(&s->cons->cons_pos)));
+			assert(READ_ONCE(&s->cons->released) <= s->committed);
 			break;
 		}
 		check_invariants(s);
