@@ -11,7 +11,7 @@ pkgs=(
   libbpf-dev bpftool libelf-dev zlib1g-dev  # CO-RE BPF program, skeleton, loader
   systemtap-sdt-dev               # <sys/sdt.h> USDT probes
   libclang-rt-14-dev              # libFuzzer and sanitizer runtimes for clang
-  valgrind linux-perf             # memcheck, callgrind, perf
+  valgrind linux-perf gdb         # memcheck, callgrind, perf; gdb drives tests/handover_race.sh
   gnuplot-nox                     # benchmark plots
   python3-numpy                   # verifies .npy dumps (/usr/bin/python3)
   bpftrace                        # the documented one-liner on the USDT probe

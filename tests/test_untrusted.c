@@ -989,6 +989,36 @@ START_TEST(test_producer_ignores_consumer_position_going_back)
 }
 END_TEST
 
+/* A consumer takes over while a publication is half done: its count is
+ * stored, its position not yet (the producer thread preempted between the
+ * two stores of stream_publish()). The handover reads that count against
+ * the old position, so the next consumer's released count runs one ahead
+ * of committed. The producer takes such a count as committed instead of
+ * ignoring it: ignored, the event limit stayed shut for good, every emit
+ * a ring_full drop into an empty ring. */
+START_TEST(test_next_consumer_counting_ahead_after_a_half_seen_publication_still_gets_events)
+{
+	uint64_t k;
+
+	teardown();
+	open_pair(4);
+	emit_n(3, 8);
+	ck_assert_int_eq(evs_consumer__consume(fx.c, release_all, NULL, 0), 3);
+	evs_consumer__free(fx.c);
+	fx.c = NULL;
+	k = READ_ONCE(&fx.s->prod->committed);
+	WRITE_ONCE(&fx.s->prod->committed, k + 1);
+	fx.c = evs_consumer__connect(NULL, 0, NULL);
+	ck_assert_msg(fx.c, "%s", evs_errmsg());
+	WRITE_ONCE(&fx.s->prod->committed, k);
+	ck_assert_uint_eq(READ_ONCE(&fx.s->cons->released), k + 1);
+	for (int i = 0; i < 20; i++) {
+		ck_assert_msg(evs_producer__emit(fx.p, 0, 1, "x", 1) == 0, "emit %d after the handover", i);
+		ck_assert_int_eq(evs_consumer__consume(fx.c, release_all, NULL, 0), 1);
+	}
+}
+END_TEST
+
 START_TEST(test_producer_clamps_released_count)
 {
 	int ok = 0;
@@ -1123,6 +1153,7 @@ int main(void)
 	tcase_add_test(tp, test_producer_ignores_consumer_position_ahead);
 	tcase_add_test(tp, test_producer_ignores_consumer_position_going_back);
 	tcase_add_test(tp, test_producer_clamps_released_count);
+	tcase_add_test(tp, test_next_consumer_counting_ahead_after_a_half_seen_publication_still_gets_events);
 	tcase_add_test(tp, test_producer_ignores_garbage_wait_word);
 	tcase_add_test(tp, test_hostile_consumer_cannot_block_producer);
 	suite_add_tcase(s, tp);

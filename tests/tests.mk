@@ -41,3 +41,9 @@ TESTS += tests/run_tests_tally.sh
 TESTS += tests/run_tests_names.sh
 # make demo / kafka-demo on a fresh machine: what they build is decided after deps.
 TESTS += tests/fresh_make.sh
+# A consumer's handover with an emit in flight, the interleaving made by gdb.
+TESTS += tests/handover_race.sh
+$(BUILD)/tests/progs/handover_race: tests/handover_race.c $(BUILD)/libevstream.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(BUILD)/libevstream.a -lpthread
+tests: $(BUILD)/tests/progs/handover_race

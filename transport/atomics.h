@@ -21,6 +21,13 @@
 #define barrier()                atomic_signal_fence(memory_order_seq_cst)
 /* Full barrier: orders an earlier store before a later load (Dekker). */
 #define smp_mb()                 atomic_thread_fence(memory_order_seq_cst)
+/* A seqlock's pair, as the kernel's: earlier stores before later stores
+ * (the writer's version, then its data), earlier loads before later loads
+ * (the reader's data, then the version again). C11 promises it toward
+ * atomics only; the data here is ring memory, for which the compilers'
+ * fences (x86: none needed but the compiler's; arm64: dmb) give it. */
+#define smp_wmb()                atomic_thread_fence(memory_order_release)
+#define smp_rmb()                atomic_thread_fence(memory_order_acquire)
 
 /* x86: orders earlier non-temporal (streaming) stores before later stores,
  * the release store that publishes them included (ordinary stores need

@@ -90,21 +90,29 @@ static void stream_handover(struct evs_stream *s, struct evs_shm_cons *init)
 	/* relaxed: the old page is untrusted, checked below */
 	uint64_t c = READ_ONCE(&s->cons->cons_pos), r = READ_ONCE(&s->cons->released);
 	/* relaxed: the producer thread's own words; it moves them only while
-	 * a consumer is active, or in an emit that began before it left */
-	uint64_t cc = READ_ONCE(&s->cons_cache), rc = READ_ONCE(&s->released_cache);
+	 * a consumer is active, or in an emit that began before it left,
+	 * which is why each try reads cons_cache again */
+	uint64_t cc = 0, rc = READ_ONCE(&s->released_cache);
 	uint64_t p = 0, k = 0;
 	int64_t n = -1;
 
 	for (int i = 0; i < HANDOVER_TRIES; i++) {
+		cc = READ_ONCE(&s->cons_cache);
 		/* pairs with smp_store_release(&prod->prod_pos) in stream_publish():
 		 * the records below p are complete, and committed counts them
-		 * (it is stored first; one in flight may be counted already) */
+		 * (it is stored first; one in flight may be counted already:
+		 * stream_refresh_cons() takes such a count as committed) */
 		p = smp_load_acquire(&s->prod->prod_pos);
 		n = c - cc > p - cc || records_between(s, cc, c) < 0 ? -1 : records_between(s, c, p);
 		/* relaxed: after the acquire above */
 		k = READ_ONCE(&s->prod->committed);
+		/* pairs with smp_wmb() in stream_refresh_cons(): the walk's
+		 * reads are done before cons_cache is read again; unchanged, no
+		 * record was written over [cc, c) while they ran (the emit in
+		 * flight moves cons_cache before it writes below it) */
+		smp_rmb();
 		/* pairs as above: a publication landed meanwhile, look again */
-		if (smp_load_acquire(&s->prod->prod_pos) == p)
+		if (READ_ONCE(&s->cons_cache) == cc && smp_load_acquire(&s->prod->prod_pos) == p)
 			break;
 	}
 	if (n >= 0 && (uint64_t)n <= k) {

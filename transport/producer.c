@@ -112,10 +112,23 @@ static __always_inline void stream_refresh_cons(struct evs_stream *s, uint64_t *
 	/* relaxed: a count, clamped below; stale is only more conservative */
 	*r = READ_ONCE(&s->cons->released);
 
-	if (*c - cc <= s->prod_pos - cc)
+	if (*c - cc <= s->prod_pos - cc) {
 		WRITE_ONCE(&s->cons_cache, *c);
+		/* pairs with smp_rmb() in stream_handover() (attach.c): the
+		 * new bound is seen before any record written over the ring
+		 * below it, which the handover's walk may be reading */
+		smp_wmb();
+	}
+	/* A count ahead of committed is taken as committed: the next
+	 * consumer's count starts from what the handover read, which can be
+	 * ahead by a publication whose count was stored and whose position
+	 * not yet (stream_publish()); ignored, it kept the event limit shut
+	 * for good. It gives a consumer nothing that writing committed itself
+	 * would not. A count behind the last accepted one is ignored. */
 	if (*r - rc <= s->committed - rc)
 		WRITE_ONCE(&s->released_cache, *r);
+	else if (*r - s->committed < (1ULL << 63))
+		WRITE_ONCE(&s->released_cache, s->committed);
 	evs_stream_set_limits(s);
 }
 
