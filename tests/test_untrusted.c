@@ -916,6 +916,20 @@ START_TEST(test_consumer_names_an_abi_refusal)
 }
 END_TEST
 
+/* A server with too many connections waiting for their hello closes the
+ * one waiting longest with EAGAIN: the consumer says why, not a bare
+ * "Resource temporarily unavailable". */
+START_TEST(test_consumer_names_a_refusal_for_too_many_waiting)
+{
+	struct evs_welcome w = welcome(RING);
+
+	w.status = -EAGAIN;
+	ck_assert_int_eq(connect_fake("waiting", &w, NULL, 0), EAGAIN);
+	ck_assert_msg(strstr(evs_errmsg(), "too many connections were waiting"), "message: %s",
+		      evs_errmsg());
+}
+END_TEST
+
 START_TEST(test_consumer_maps_out_of_range_status_to_eproto)
 {
 	struct evs_welcome w = welcome(RING);
@@ -1142,6 +1156,7 @@ int main(void)
 	tcase_add_test(tf, test_consumer_closes_surplus_fds_of_a_welcome);
 	tcase_add_test(tf, test_consumer_refuses_welcome_without_fds);
 	tcase_add_test(tf, test_consumer_names_an_abi_refusal);
+	tcase_add_test(tf, test_consumer_names_a_refusal_for_too_many_waiting);
 	tcase_add_test(tf, test_consumer_maps_out_of_range_status_to_eproto);
 	tcase_add_test(tf, test_consumer_names_a_producer_hanging_up_mid_handshake);
 	tcase_add_test(tf, test_consumer_refuses_truncated_welcome);

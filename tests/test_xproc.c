@@ -4,7 +4,9 @@
  * one consumer per stream, consumer hang-up and reconnect, producer exit
  * and crash with the committed records still drained. A stopped producer
  * holds neither a consumer's connect nor a new producer of its name past a
- * deadline; one name has one producer, also when many start at once.
+ * deadline; connections that never say hello hold neither the server nor
+ * more than a few of its descriptors; one name has one producer, also when
+ * many start at once.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +18,8 @@
 #include <sys/wait.h>
 
 #include "helpers.h"
+#include "handshake.h"
+#include "pending.h"
 
 #define N_EVENTS 20000
 /* EMPTY_PEEKS_PER_HUP_CHECK in transport/consumer.c: a busy peeker looks
@@ -629,6 +633,187 @@ START_TEST(test_xproc_stopped_producer_holds_no_connect_past_its_deadline)
 }
 END_TEST
 
+/* ------------------------------------------------- silent clients */
+
+/* Silent connections opened at once. A server that waits up to 1 s for
+ * each hello in turn needs 4 s to get past them: unambiguous against a
+ * connect deadline of 1.5 s. */
+#define SILENT 4
+
+/* n connections to producer name that say nothing; their fds go to q. Non-
+ * blocking: a full listen queue fails the test instead of waiting. */
+static void open_silent(const char *name, int *q, int n)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	socket_path(sa.sun_path, sizeof(sa.sun_path), name);
+	for (int i = 0; i < n; i++) {
+		q[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		ck_assert_int_ge(q[i], 0);
+		ck_assert_msg(connect(q[i], (struct sockaddr *)&sa, sizeof(sa)) == 0,
+			      "silent connection %d: %s", i, strerror(errno));
+	}
+}
+
+/* The server has closed fd (EOF or hang-up readable), without waiting. */
+static bool closed_by_server(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+/* connects to core 0 with a 1.5 s deadline, says how it went */
+static int consumer_connects_in_1500_ms(const void *name)
+{
+	EVS_OPTS(evs_consumer_opts, o, .timeout_ms = 1500);
+	struct timespec t0;
+	struct evs_consumer *c;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	c = evs_consumer__connect(name, 0, &o);
+	printf("honest connect %s after %.1f ms%s%s\n", c ? "succeeded" : "FAILED", ms_since(&t0),
+	       c ? "" : ": ", c ? "" : evs_errmsg());
+	fflush(stdout);
+	evs_consumer__free(c);
+	return c ? 0 : 1;
+}
+
+/* Connections of the producer's uid that never say hello hold no honest
+ * consumer: its connect succeeds within a deadline of 1.5 s, where the
+ * server that waited for each hello in turn (1 s each) took 4 s. */
+START_TEST(test_xproc_silent_connections_hold_no_honest_connect)
+{
+	const char *name = evs_test_name("silent");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	int q[SILENT];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(p);
+	open_silent(name, q, SILENT);
+	printf("%d silent connections, then: ", SILENT);
+	fflush(stdout); /* before the fork */
+	pid = spawn(consumer_connects_in_1500_ms, name, false);
+	ck_assert_msg(exit_code(pid) == 0, "the honest consumer could not connect past %d silent "
+		      "connections within 1.5 s", SILENT);
+	for (int i = 0; i < SILENT; i++)
+		close(q[i]);
+	evs_producer__free(p);
+}
+END_TEST
+
+/* While connections wait for their hello, the server still sees a
+ * consumer hang up: before their deadline, none of them is closed yet.
+ * The server that waited for one hello at a time saw it only after
+ * closing the first silent connection, a second later. */
+START_TEST(test_xproc_hang_up_is_seen_while_hellos_are_awaited)
+{
+	const char *name = evs_test_name("hupsilent");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	struct timespec t0;
+	int q[SILENT];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(p);
+	pid = spawn_consumer(name, 0, child_holds_until_done, true);
+	ck_assert(evs_wait_connected(p, 0, 1, 5000));
+	open_silent(name, q, SILENT);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(exit_code(pid), 1000 + SIGKILL);
+	/* no limit of its own: the test case's timeout bounds the wait */
+	evs_wait_connected(p, 0, 0, -1);
+	printf("hang-up seen %.1f ms after the kill, %d connections waiting for their hello\n",
+	       ms_since(&t0), SILENT);
+	for (int i = 0; i < SILENT; i++)
+		ck_assert_msg(!closed_by_server(q[i]), "silent connection %d was closed before the "
+			      "hang-up was seen: the server waited on it", i);
+	for (int i = 0; i < SILENT; i++)
+		close(q[i]);
+	evs_producer__free(p);
+}
+END_TEST
+
+static int count_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/* What the server did with a silent connection it closed: 'r' refused
+ * with a welcome of status -EAGAIN (too many waiting), 't' closed without
+ * a word (its deadline passed), '?' anything else. */
+static char how_closed(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct evs_welcome w;
+	ssize_t n = recv(fd, &w, sizeof(w), MSG_DONTWAIT);
+
+	if (n == 0)
+		return 't';
+	if (n != (ssize_t)sizeof(w) || w.magic != EVS_WELCOME_MAGIC || w.status != -EAGAIN)
+		return '?';
+	/* the close follows the welcome: a safety net, not a time limit */
+	return poll(&pfd, 1, 5000) == 1 && recv(fd, &w, sizeof(w), MSG_DONTWAIT) == 0 ? 'r' : '?';
+}
+
+/* More silent connections than the server keeps waiting for a hello
+ * (EVS_PENDING_MAX): the surplus is refused (EAGAIN), the ones that
+ * waited longest first, the rest closed unanswered when their deadline
+ * passes; meanwhile the producer never holds more descriptors for them
+ * than the cap. The old server kept none of them pending: it waited 1 s
+ * for each in turn, so 12 took 12 s and none was refused. */
+START_TEST(test_xproc_silent_connections_are_capped_and_closed_at_their_deadline)
+{
+	enum { N = EVS_PENDING_MAX + 4 };
+	const char *name = evs_test_name("cap");
+	struct evs_producer *p = evs_producer__new(name, 1, NULL);
+	int q[N], base, most = 0, refused = 0, timed_out = 0, other = 0;
+	char how[N] = { 0 };
+	uint64_t t0 = evs_test_now_ns();
+
+	ck_assert_ptr_nonnull(p);
+	base = count_fds();
+	open_silent(name, q, N);
+	/* the safety net (10 s) is far past the 1 s deadline */
+	while (refused + timed_out + other < N && evs_test_now_ns() - t0 < 10000000000ull) {
+		/* the producer's share: all but our N ends */
+		int held = count_fds() - base - N;
+
+		most = held > most ? held : most;
+		for (int i = 0; i < N; i++) {
+			if (how[i] || !closed_by_server(q[i]))
+				continue;
+			how[i] = how_closed(q[i]);
+			refused += how[i] == 'r';
+			timed_out += how[i] == 't';
+			other += how[i] == '?';
+		}
+		usleep(1000);
+	}
+	printf("%d silent connections: %d refused, %d closed at their deadline, %d else, within "
+	       "%.0f ms; at most %d descriptors held for them\n", N, refused, timed_out, other,
+	       (double)(evs_test_now_ns() - t0) / 1e6, most);
+	fflush(stdout); /* before the fork below */
+	ck_assert_int_eq(refused, N - EVS_PENDING_MAX);
+	ck_assert_int_eq(timed_out, EVS_PENDING_MAX);
+	ck_assert_int_eq(other, 0);
+	ck_assert_int_le(most, EVS_PENDING_MAX);
+	/* the ones refused were the first, waiting longest */
+	for (int i = 0; i < N - EVS_PENDING_MAX; i++)
+		ck_assert_msg(how[i] == 'r', "connection %d (of the first) was not the one refused", i);
+	for (int i = 0; i < N; i++)
+		close(q[i]);
+	/* the server still answers */
+	pid_t pid = spawn(consumer_connects_in_1500_ms, name, false);
+	ck_assert_int_eq(exit_code(pid), 0);
+	evs_producer__free(p);
+}
+END_TEST
+
 /* ------------------------------------------------------- one name */
 
 #define STORM_PROCS 12
@@ -790,6 +975,9 @@ int main(void)
 	tcase_add_test(tc, test_xproc_stream_fd_is_an_epoll_set);
 	tcase_add_test(tc, test_xproc_hostile_consumer_cannot_block_producer);
 	tcase_add_test(tc, test_xproc_stopped_producer_holds_no_connect_past_its_deadline);
+	tcase_add_test(tc, test_xproc_silent_connections_hold_no_honest_connect);
+	tcase_add_test(tc, test_xproc_hang_up_is_seen_while_hellos_are_awaited);
+	tcase_add_test(tc, test_xproc_silent_connections_are_capped_and_closed_at_their_deadline);
 	tcase_add_test(tc, test_xproc_one_name_one_producer_in_a_fork_storm);
 	tcase_add_test(tc, test_xproc_free_leaves_a_socket_file_that_is_not_its_own);
 	tcase_add_test(tc, test_xproc_name_is_free_again_after_its_producer_is_killed);

@@ -209,6 +209,10 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 			evs_fail(EBUSY, "core %u of producer '%s' already has a consumer", core, name);
 		else if (err == -EACCES)
 			evs_fail(EACCES, "producer '%s' refused this uid/gid", name);
+		else if (err == -EAGAIN)
+			evs_fail(EAGAIN, "producer '%s' closed this connection before reading its hello: "
+				 "too many connections were waiting to say theirs (something connects "
+				 "and says nothing?); try again", name);
 		else if (err == -EPROTONOSUPPORT)
 			evs_fail(EPROTONOSUPPORT, "producer '%s' refused this consumer's shared-memory "
 				 "ABI %u (of another major than its own): run the same evstream release on "

@@ -20,13 +20,13 @@
 #include <sys/un.h>
 
 #include "attach.h"
+#include "clock.h"
 #include "errors.h"
 #include "handshake.h"
+#include "pending.h"
 #include "producer.h"
 #include "rundir.h"
 #include "server.h"
-
-#define HANDSHAKE_TIMEOUT_MS 1000
 
 struct evs_server {
 	struct evs_producer *p;
@@ -43,6 +43,7 @@ struct evs_server {
 	ino_t sock_ino;
 	char sock_file[EVS_RUNFILE_MAX];
 	char lock_file[EVS_RUNFILE_MAX];
+	struct evs_pending pending; /* accepted, hello not yet come (server thread) */
 };
 
 static bool same_file(const struct stat *a, const struct stat *b)
@@ -250,24 +251,28 @@ static bool peer_allowed(const struct evs_server *srv, int fd)
 	return cred.uid == srv->uid || (srv->allow_group && peer_in_group(fd, cred.gid, srv->gid));
 }
 
-/* Reads the hello with a deadline so that a silent client cannot hold the
- * server; answers it; on success the stream is live for that client. */
+/* Answers a connection with a refusal (status -errno) and closes it. */
+static void turn_away(const struct evs_server *srv, int fd, int status)
+{
+	struct evs_welcome w = { .magic = EVS_WELCOME_MAGIC, .ncores = srv->p->ncores,
+				 .status = status };
+
+	send_welcome(fd, &w, NULL, 0);
+	close(fd);
+}
+
+/* Reads the hello of a connection that poll() found readable (never
+ * waits: the hello is there, or the client hung up or sent less); answers
+ * it; on success the stream is live for that client. */
 static void serve_client(struct evs_server *srv, int fd)
 {
 	struct evs_producer *p = srv->p;
 	struct evs_welcome w = { .magic = EVS_WELCOME_MAGIC, .ncores = p->ncores };
 	struct evs_hello h;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	struct evs_stream *s;
 	ssize_t n;
 	int active;
 
-	if (!peer_allowed(srv, fd)) {
-		w.status = -EACCES;
-		goto refuse;
-	}
-	if (poll(&pfd, 1, HANDSHAKE_TIMEOUT_MS) != 1)
-		goto drop;
 	memset(&h, 0, sizeof(h));
 	n = recv(fd, &h, sizeof(h), MSG_DONTWAIT);
 	if (n != (ssize_t)sizeof(h) || h.magic != EVS_HELLO_MAGIC) {
@@ -321,6 +326,35 @@ drop:
 	close(fd);
 }
 
+/* The connection waiting longest for its hello leaves the table to make
+ * room: answered if its hello came meanwhile, else refused with -EAGAIN
+ * ("too many connections waiting for their hello"). An honest client says
+ * hello right after it connects, so the one waiting longest is the likely
+ * silent one, and a flood of them costs at most EVS_PENDING_MAX
+ * descriptors. */
+static void make_room(struct evs_server *srv)
+{
+	int fd = evs_pending_take(&srv->pending, 0);
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, 0) == 1)
+		serve_client(srv, fd);
+	else
+		turn_away(srv, fd, -EAGAIN);
+}
+
+/* A new connection, with room for it in the table: its credentials are
+ * checked at once; then it waits in the table, polled with everything
+ * else, until its hello comes or its deadline passes. */
+static void accepted(struct evs_server *srv, int fd)
+{
+	if (!peer_allowed(srv, fd)) {
+		turn_away(srv, fd, -EACCES);
+		return;
+	}
+	evs_pending_add(&srv->pending, fd, evs_monotonic_ms() + EVS_HELLO_TIMEOUT_MS);
+}
+
 /* Anything readable on a consumer's socket means it left (EOF) or broke
  * the protocol (it sends nothing after its hello): both end the session. */
 static void consumer_left(struct evs_stream *s)
@@ -330,19 +364,28 @@ static void consumer_left(struct evs_stream *s)
 	s->conn_fd = -1;
 }
 
+/*
+ * One poll() over the stop eventfd, the listening socket, every connected
+ * consumer's socket (hang-ups) and every connection waiting for its hello,
+ * with a timeout until the nearest hello deadline. No step waits on one
+ * client: hellos are read when they have come, welcomes are sent without
+ * waiting, and a connection whose deadline passed is closed unanswered.
+ */
 static void *server_main(void *arg)
 {
 	struct evs_server *srv = arg;
 	struct evs_producer *p = srv->p;
+	struct evs_pending *pend = &srv->pending;
 	struct pollfd *pfd;
 	unsigned int *core_of;
+	int fd;
 
-	pfd = calloc(p->ncores + 2, sizeof(*pfd));
+	pfd = calloc(p->ncores + 2 + EVS_PENDING_MAX, sizeof(*pfd));
 	core_of = calloc(p->ncores + 2, sizeof(*core_of));
 	if (!pfd || !core_of)
 		goto out;
 	for (;;) {
-		nfds_t n = 2;
+		nfds_t n = 2, first_pending;
 
 		pfd[0] = (struct pollfd){ .fd = srv->stop_efd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = srv->lfd, .events = POLLIN };
@@ -352,24 +395,38 @@ static void *server_main(void *arg)
 			pfd[n] = (struct pollfd){ .fd = p->streams[i].conn_fd, .events = POLLIN };
 			core_of[n++] = i;
 		}
-		if (poll(pfd, n, -1) < 0) {
+		first_pending = n;
+		for (unsigned int i = 0; i < pend->n; i++)
+			pfd[n++] = (struct pollfd){ .fd = pend->slot[i].fd, .events = POLLIN };
+		if (poll(pfd, n, evs_pending_timeout(pend, evs_monotonic_ms())) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (pfd[0].revents)
 			break;
-		for (nfds_t i = 2; i < n; i++)
+		for (nfds_t i = 2; i < first_pending; i++)
 			if (pfd[i].revents)
 				consumer_left(&p->streams[core_of[i]]);
+		/* from the last, so that taking one leaves the earlier in place */
+		for (nfds_t i = n; i-- > first_pending;)
+			if (pfd[i].revents)
+				serve_client(srv, evs_pending_take(pend, (unsigned int)(i - first_pending)));
+		while ((fd = evs_pending_take_expired(pend, evs_monotonic_ms())) >= 0)
+			close(fd);
 		if (pfd[1].revents & POLLIN) {
-			int fd = accept4(srv->lfd, NULL, NULL, SOCK_CLOEXEC);
-
+			/* room first: the descriptors held for hellos never
+			 * pass the cap, not even for an instant */
+			if (evs_pending_full(pend))
+				make_room(srv);
+			fd = accept4(srv->lfd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0)
-				serve_client(srv, fd);
+				accepted(srv, fd);
 		}
 	}
 out:
+	while (pend->n)
+		close(evs_pending_take(pend, 0));
 	free(pfd);
 	free(core_of);
 	return NULL;
