@@ -146,16 +146,22 @@ int evs_stream_activate(struct evs_stream *s, bool consumer_membarrier)
 	evs_efd_drain(s->efd);
 	/* relaxed: ordered before the producer's next emit by active below */
 	WRITE_ONCE(&s->fence, !use_membarrier);
-	/* a commit already in flight may have skipped its fence under the
-	 * previous consumer's rules (the barrier() in stream_publish()):
-	 * make its prod_pos visible before the new consumer looks, whichever
-	 * way that one arms */
-	if (s->owner->membarrier)
-		evs_membarrier();
 	/* the consumer starts armed (after the drain above, so that a kick
 	 * for this arm stays): the first commit wakes it, so a client that
 	 * polls before it reads anything is not left asleep */
 	WRITE_ONCE(&s->cons->wait, EVS_WAIT_ARMED);
+	/* Dekker with stream_publish()'s store of prod_pos and load of the
+	 * wait word, as consumer_prepare_wait() arms: a publication that is
+	 * not admitted after active below (a commit in flight, or a publish()
+	 * of deferred records) either sees this arm and kicks, or its
+	 * prod_pos is visible when the consumer first looks
+	 * (evs_consumer_arm_at_start()). That commit may run under the
+	 * previous consumer's rules, with only a barrier() (fence 0), so it
+	 * takes membarrier() whenever the producer has it. */
+	if (s->owner->membarrier)
+		evs_membarrier();
+	else
+		smp_mb();
 	/* pairs with smp_load_acquire(&s->active) in stream_admit()
 	 * (producer.c): the wait word and fence above are in place first */
 	smp_store_release(&s->active, 1);

@@ -358,8 +358,9 @@ static __always_inline void stream_publish(struct evs_stream *s)
 	 * (consumer.c) and stream_handover() (attach.c): the records are
 	 * complete before their end is visible */
 	smp_store_release(&s->prod->prod_pos, s->prod_pos);
-	/* pairs with smp_mb() in consumer_prepare_wait() (consumer.c): either the
-	 * consumer sees prod_pos above, or we see its ARMED below. A consumer
+	/* pairs with smp_mb() in consumer_prepare_wait() (consumer.c), and with
+	 * the barrier after the first arm in evs_stream_activate() (attach.c):
+	 * either the consumer sees prod_pos above, or we see its ARMED below. A consumer
 	 * that arms with membarrier() runs this fence for us (membarrier.c);
 	 * then only the compiler must keep the store before the load. That is
 	 * the usual case (Linux 4.16 on): the fence is laid out off the path. */
