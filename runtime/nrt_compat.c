@@ -87,7 +87,8 @@ static struct evs_consumer *conn_remove(int fd)
 	struct evs_consumer *c = NULL;
 
 	if (fd >= 0 && fd < DIRECT_FDS)
-		/* one owner per fd: only its closer clears it */
+		/* one owner per fd: only its closer clears it (pairs with the
+		 * store that registered it, conn_add()) */
 		return xchg(&by_fd[fd], NULL);
 	pthread_mutex_lock(&conns_mutex);
 	for (size_t i = 0; i < nhigh; i++)

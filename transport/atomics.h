@@ -17,6 +17,9 @@
 #define xchg(p, v)               atomic_exchange_explicit((p), (v), memory_order_seq_cst)
 #define cmpxchg(p, oldp, v)      atomic_compare_exchange_strong_explicit((p), (oldp), (v), \
 					memory_order_seq_cst, memory_order_seq_cst)
+/* A relaxed read of a word that is not _Atomic because others define it:
+ * the kernel's probe semaphores, a ring header the other process wrote. */
+#define READ_ONCE_PLAIN(p)       __atomic_load_n((p), __ATOMIC_RELAXED)
 /* Compiler barrier: keeps program order, emits nothing. */
 #define barrier()                atomic_signal_fence(memory_order_seq_cst)
 /* Full barrier: orders an earlier store before a later load (Dekker). */

@@ -84,7 +84,8 @@ void evs_config_note_ring(const struct evs_config *cfg, uint64_t ring_bytes)
 
 	if (!cfg->note_ring || !ring_env || ring_bytes / EVS_RUNTIME_EVENT_BYTES >= cfg->max_events)
 		return;
-	/* once per process, whichever thread makes a ring first */
+	/* once per process, whichever thread makes a ring first: the xchg
+	 * pairs with itself in another thread; the first to set it says it */
 	if (xchg(&said, true))
 		return;
 	fprintf(stderr, "evstream: EVSTREAM_RING_BYTES=%s (a ring of %llu bytes, rounded up to the "

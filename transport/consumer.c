@@ -233,7 +233,7 @@ static __always_inline int64_t consumer_read_header(struct evs_consumer *c, uint
 	/* read the size once and check that value; it is also the one handed
 	 * out, whatever the producer writes meanwhile (the copy of the other
 	 * fields does not wait on it) */
-	*size = *(const volatile uint64_t *)r;
+	*size = READ_ONCE_PLAIN((const uint64_t *)r);
 	memcpy(hdr, r, sizeof(struct evs_event_header));
 	memcpy(hdr, size, sizeof(*size)); /* data_size, first */
 	/* no record is larger than the ring (at most 2^46): len cannot wrap */
@@ -590,7 +590,9 @@ static int consumer_prepare_wait(struct evs_consumer *c)
 			err = evs_membarrier();
 			if (err) {
 				/* not armed after all: take the word back; if the
-				 * producer took it first, its kick is on its way */
+				 * producer took it first, its kick is on its way
+				 * (races the xchg in stream_wake_slow(), producer.c:
+				 * one of the two takes the armed word) */
 				if (xchg(&c->cons->wait, EVS_WAIT_AWAKE) != EVS_WAIT_ARMED)
 					c->kick_pending = true;
 				return err;

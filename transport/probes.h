@@ -29,6 +29,8 @@
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
 
+#include "atomics.h"
+
 #define EVS_PROBE_SEMA(name) evstream_##name##_semaphore
 #define EVS_PROBE_DEFINE(name) \
 	unsigned short EVS_PROBE_SEMA(name) __attribute__((section(".probes"), used))
@@ -37,7 +39,7 @@
 /* relaxed: the kernel changes it at attach/detach; a stale read only
  * moves the first or last reported batch by one call */
 #define EVS_PROBE_ENABLED(name) \
-	unlikely(__atomic_load_n(&EVS_PROBE_SEMA(name), __ATOMIC_RELAXED))
+	unlikely(READ_ONCE_PLAIN(&EVS_PROBE_SEMA(name)))
 #define EVS_PROBE2(name, a, b) STAP_PROBE2(evstream, name, a, b)
 #define EVS_PROBE6(name, a, b, c, d, e, f) STAP_PROBE6(evstream, name, a, b, c, d, e, f)
 #else
