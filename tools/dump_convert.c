@@ -17,14 +17,6 @@
 #include "dump.h"
 #include "dump_writer.h"
 
-/* The last sequence number converted for each core: .npy files are named
- * by it, so a record that repeats one (or goes back, as two files of one
- * core can) would replace a file whose index line is already written. */
-struct conv_seq {
-	uint64_t last[DUMP_MAX_CORES];
-	bool any[DUMP_MAX_CORES];
-};
-
 /* The status line of a conversion (--progress, or stderr a terminal):
  * the file, how far into it, what was converted, every half second. */
 struct conv_status {
@@ -145,8 +137,8 @@ static int raw_cut(const struct raw_window *r, const char *path, int64_t err, ui
 
 /* One raw file into w: 0, FILE_NOT_WHOLE, or -errno when the dump writer
  * failed in a way that stops the conversion (said). */
-static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct conv_status *cs, int rawfd,
-			const char *rawdir, const char *name)
+static int convert_file(struct dump_writer *w, struct conv_status *cs, int rawfd, const char *rawdir,
+			const char *name)
 {
 	char path[4096];
 	struct dump_raw_hdr fh;
@@ -229,23 +221,25 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct con
 			break;
 		}
 		failed = w->failed;
-		if (seqs->any[fh.core] && h.seq <= seqs->last[fh.core]) {
-			/* as the Kafka reader does with duplicates: skipped, counted */
-			if (!skipped++) {
-				skip_seq = h.seq;
-				skip_off = off;
-				skip_last = seqs->last[fh.core];
-			}
-		} else {
+		{
 			const uint8_t *payload = r.buf + r.start + sizeof(h);
 			struct dump_src src = { .fd = fd, .off = off + sizeof(h) + EVS_TENSOR_FIXED_BYTES };
 
-			seqs->any[fh.core] = true;
-			seqs->last[fh.core] = h.seq;
 			err = whole ? dump_writer_record(w, fh.core, &h, payload)
 				    : dump_writer_record_from(w, fh.core, &h, payload, &src);
-			if (err)
-				break;
+		}
+		if (err == DUMP_SKIPPED) {
+			/* at or below a seq the writer took for the core (a
+			 * repeat, or a second file of that core): counted
+			 * there, said below with where the first one was */
+			if (!skipped++) {
+				skip_seq = h.seq;
+				skip_off = off;
+				skip_last = w->cores[fh.core].last_seq;
+			}
+			err = 0;
+		} else if (err) {
+			break;
 		}
 		if ((err = raw_window_skip(&r, len))) {
 			status_clear(cs);
@@ -306,7 +300,6 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary, bool prog
 {
 	struct conv_status cs = { .on = progress, .t0 = cli_now_ns() };
 	struct dump_writer w = { .print = false, .clear_status = status_clear, .ctx = &cs };
-	struct conv_seq seqs = { 0 };  /* 36 KiB */
 	struct dirent **names = NULL;
 	int n = 0, err = 0, files = 0, not_whole = 0, rawfd, rc;
 
@@ -330,7 +323,7 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary, bool prog
 			continue;
 		cs.file = ++files;
 		cs.last = 0; /* each file shown as it begins */
-		err = convert_file(&w, &seqs, &cs, rawfd, rawdir, names[i]->d_name);
+		err = convert_file(&w, &cs, rawfd, rawdir, names[i]->d_name);
 		if (err == FILE_NOT_WHOLE) {
 			/* said; the other files are converted all the same */
 			not_whole++;
