@@ -5,7 +5,8 @@
 # line still described the first tensor. Each such record is skipped, not
 # indexed: said once as it happens and counted at the end and in
 # summary.json ("skipped"), exit 1. The same through --raw and --convert,
-# and --index-only: the three paths keep the same lines.
+# and --index-only: the three paths keep the same lines. evs-demo --verify
+# takes a skipped record for a problem.
 . "$(dirname "$0")/lib.sh"
 
 start_peer "$NAME" dup-seq
@@ -58,4 +59,22 @@ wait_pid "$DUMP_PID" 20; rc=$?
 [ "$rc" -eq 1 ] || { cat "$T/i.stderr"; fail "evs-dump --index-only exited with $rc, expected 1"; }
 [ "$(sed 's/"ts_ns":[0-9]*,//; s/"file":[^,]*,//' "$T/i/index.jsonl")" = "$(sed 's/"ts_ns":[0-9]*,//; s/"file":[^,]*,//' "$T/x/index.jsonl")" ] ||
 	{ cat "$T/i/index.jsonl"; fail "--index-only lines differ"; }
-ok "seqs 0, 0, 2, 1, 4: the repeat and the step back skipped (said once, 2 in summary.json, exit 1), c0/000000000000.npy the first tensor; the same lines through --raw + --convert and --index-only"
+# evs-demo --verify counts a skipped record as a problem: evs-demo numbers
+# each event once, in order, and no seq stands for a skipped one in the
+# sum of lines, gaps and drops (the sum alone would add up without it)
+start_demo --cores 1 --rate 0 --events 20 --wait-consumers 10
+start_dump "$T/v" --no-print
+wait_pid "$DEMO_PID" 30 || fail "evs-demo"
+wait_pid "$DUMP_PID" 30 || { cat "$T/v.stderr"; fail "evs-dump of evs-demo exited with $?"; }
+"$DEMO" --verify "$T/v" >/dev/null || fail "evs-demo --verify of a plain dump"
+"$PY" - "$T/v/summary.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["skipped"] == 0 and j["cores"][0]["skipped"] == 0, j
+j["skipped"] = j["cores"][0]["skipped"] = 1
+json.dump(j, open(sys.argv[1], "w"), separators=(",", ":"))  # as evs-dump writes it
+PYEOF
+"$DEMO" --verify "$T/v" >"$T/v.verify" 2>&1 && { cat "$T/v.verify"; fail "evs-demo --verify passed a dump that skipped a record"; }
+grep -qF "core 0: summary.json says 1 records were skipped" "$T/v.verify" || { cat "$T/v.verify"; fail "--verify: no word of the skipped record"; }
+
+ok "seqs 0, 0, 2, 1, 4: the repeat and the step back skipped (said once, 2 in summary.json, exit 1), c0/000000000000.npy the first tensor; the same lines through --raw + --convert and --index-only; --verify fails a dump that skipped one"
