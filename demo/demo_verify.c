@@ -319,7 +319,7 @@ static void read_bases(struct verify *v, const char *path)
 static void account_core(struct verify *v, const char *obj)
 {
 	uint64_t core, events, gaps, produced, dropped, base, base_dropped;
-	uint64_t from, tail, since, tail_dropped;
+	uint64_t from, tail, since, tail_dropped, skipped;
 
 	if (json_get_u64(obj, "core", &core) || core >= MAX_CORES || json_get_u64(obj, "events", &events) ||
 	    json_get_u64(obj, "gaps", &gaps)) {
@@ -330,6 +330,15 @@ static void account_core(struct verify *v, const char *obj)
 		fail(v, 0, "core %" PRIu64 ": summary.json says %" PRIu64 " events and %" PRIu64 " in gaps, "
 		     "the index has %" PRIu64 " and %" PRIu64, core, events, gaps, v->core_lines[core],
 		     v->core_gaps[core]);
+		return;
+	}
+	/* records the dump skipped, their seq at or below one it had taken:
+	 * no seq stands for them, so the sum below would not miss them, but
+	 * evs-demo never repeats a seq nor goes back */
+	if (!json_get_u64(obj, "skipped", &skipped) && skipped) {
+		fail(v, 0, "core %" PRIu64 ": summary.json says %" PRIu64 " records were skipped for a sequence "
+		     "number at or below one already dumped, and evs-demo numbers each event once, in order",
+		     core, skipped);
 		return;
 	}
 	/* a dump read from Kafka, converted from raw files (which do not hold

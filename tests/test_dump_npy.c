@@ -344,6 +344,82 @@ static void index_line_of(const char *dir, uint64_t seq, char *line, size_t len)
  * shape NumPy cannot represent is indexed with its shape, a note and no
  * file; the others get their .npy.
  */
+/*
+ * .npy files are named by sequence number: a record whose seq repeats one
+ * already taken for its core, or goes back below it, is skipped
+ * (DUMP_SKIPPED, counted, no line, no file), so that the file an index
+ * line names keeps what the line says. The last seq taken may be the
+ * largest: nothing comes after it (no wrap to 0).
+ */
+START_TEST(test_dump_writer_skips_a_repeated_or_earlier_seq)
+{
+	static char base[] = "/tmp/evs-npytest-XXXXXX";
+	char dir[512], path[600], line[2048];
+	uint8_t buf[2048] = { 0 }, got[256];
+	ndebug_stream_payload_debug_tensor_read_t *pl = (void *)buf;
+	struct dump_writer w = { .print = false };
+	struct evs_event_header h = { .type = EVS_EVENT_TENSOR_READ };
+	uint64_t two[] = { 2 }, three[] = { 3 }, lines = 0;
+	struct npy_info info;
+	FILE *f;
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	snprintf(dir, sizeof(dir), "%s/d", base);
+	ck_assert_int_eq(dump_writer_open(&w, dir, DUMP_NPY), 0);
+	payload(pl, "float32", 1, two, 8, true);
+	h.data_size = 1024 + 8;
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), 0);
+	/* seq 0 again, another dtype and shape */
+	payload(pl, "int32", 1, three, 12, true);
+	h.data_size = 1024 + 12;
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), DUMP_SKIPPED);
+	h.seq = 5;
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), 0);
+	h.seq = 3;   /* back */
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), DUMP_SKIPPED);
+	h.seq = 0;   /* another core has its own */
+	ck_assert_int_eq(dump_writer_record(&w, 1, &h, buf), 0);
+	h.seq = UINT64_MAX;
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), 0);
+	h.seq = 6;
+	ck_assert_int_eq(dump_writer_record(&w, 0, &h, buf), DUMP_SKIPPED);
+	ck_assert_uint_eq(w.skipped, 3);
+	ck_assert_uint_eq(w.cores[0].skipped, 3);
+	ck_assert_uint_eq(w.cores[1].skipped, 0);
+	ck_assert_uint_eq(w.events, 4);
+	ck_assert_uint_eq(w.cores[0].events, 3);
+	ck_assert_uint_eq(w.cores[0].gaps, 5 - 1 + UINT64_MAX - 6);
+	ck_assert_int_eq(dump_writer_close(&w), 0);
+
+	/* c0/000000000000.npy holds the first record, float32 (2,) */
+	snprintf(path, sizeof(path), "%s/c0/000000000000.npy", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, got, sizeof(got), 0), 128 + 8);
+	close(fd);
+	ck_assert_int_eq(npy_parse(got, 128, &info), 0);
+	ck_assert_str_eq(info.descr, "<f4");
+	ck_assert_uint_eq(info.ndim, 1);
+	ck_assert_uint_eq(info.shape[0], 2);
+	snprintf(path, sizeof(path), "%s/c0/000000000003.npy", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/c0/000000000006.npy", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	/* one line per record taken */
+	snprintf(path, sizeof(path), "%s/index.jsonl", dir);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		lines++;
+	fclose(f);
+	ck_assert_uint_eq(lines, 4);
+	index_line_of(dir, 0, line, sizeof(line));
+	ck_assert_msg(strstr(line, "\"dtype\":\"float32\"") && strstr(line, "\"shape\":[2]"), "%s", line);
+	nftw(base, evs_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+END_TEST
+
 /* --kafka makes <host>/<producer> below its checked top directory, which
  * others may add names to when it is sticky: a <host> planted there as a
  * link is refused, never followed (the writer made <producer> and its
@@ -578,6 +654,7 @@ int main(void)
 	tcase_add_test(tc, test_npy_shape_fits_where_numpy_loads);
 	tcase_add_test(tc, test_dump_writer_below_a_directory_follows_no_planted_link);
 	tcase_add_test(tc, test_dump_writer_keeps_contradictions_and_unloadable_shapes_out_of_npy_files);
+	tcase_add_test(tc, test_dump_writer_skips_a_repeated_or_earlier_seq);
 	tcase_add_loop_test(tc, test_dump_writer_record_from_copies_the_tensor_from_a_file, 0, 2);
 	tcase_add_test(tc, test_preview_prints_like_numpy);
 	tcase_add_test(tc, test_json_put_str_keeps_the_index_valid_utf8);

@@ -757,6 +757,76 @@ START_TEST(test_ring_consume_batch_in_order)
 }
 END_TEST
 
+/* A reader whose producer keeps up with it: each record handed to the
+ * callback, the producer publishes the next value. */
+struct keeping_up {
+	struct evs_producer *p;
+	uint64_t next;      /* the value the next record should carry */
+	uint64_t published; /* the values published so far: 0..published-1 */
+	uint64_t seen;      /* records handed to the callback in this call */
+};
+
+/* Stops by itself after 1000 records in a call, so that a consume that
+ * would go on for ever fails the test instead of hanging it. */
+static int publish_one_more(void *ctx, const struct evs_record *rec)
+{
+	struct keeping_up *k = ctx;
+
+	ck_assert_uint_eq(*(const uint64_t *)rec->data, k->next);
+	k->next++;
+	ck_assert_int_eq(evs_producer__emit(k->p, 0, 1, &k->published, sizeof(k->published)), 0);
+	k->published++;
+	return ++k->seen >= 1000;
+}
+
+/* consume(max = 0) hands over what was pending when it was called and
+ * returns, however fast the producer publishes meanwhile (here: one record
+ * for each one read, from the callback, so with no timing at all): it
+ * looks at the producer's position once, and what is published after that
+ * look is the next call's. Its return is the count the callback saw. */
+START_TEST(test_ring_consume_all_pending_returns_under_a_busy_producer)
+{
+	struct ring r;
+	struct keeping_up k = { 0 };
+	int n;
+
+	if (!ring_open(&r, _i, 0))
+		return;
+	k.p = r.p;
+	for (; k.published < 10; k.published++)
+		ck_assert_int_eq(evs_producer__emit(r.p, 0, 1, &k.published, sizeof(k.published)), 0);
+	for (int call = 0; call < 3; call++) {
+		k.seen = 0;
+		n = evs_consumer__consume(r.c, publish_one_more, &k, 0);
+		ck_assert_int_eq(n, 10);
+		ck_assert_uint_eq(k.seen, 10);
+		ck_assert_uint_eq(k.next, 10 * (uint64_t)(call + 1));
+	}
+	/* a bound given is a bound: all 10 pending, 4 asked for */
+	k.seen = 0;
+	ck_assert_int_eq(evs_consumer__consume(r.c, publish_one_more, &k, 4), 4);
+	ck_assert_uint_eq(k.seen, 4);
+	/* Records known before the call come first, the held ones first of
+	 * all; the one look comes when they are read. Here 10 are pending
+	 * (34..43), the consumer knows of 34..39 (its look for the call
+	 * above) and holds 34 and 35: the call reads those 6, publishing 6
+	 * meanwhile, and its look finds 40..49. */
+	{
+		struct evs_record rec;
+
+		ck_assert_int_eq(evs_consumer__peek_next(r.c, &rec), 0);
+		ck_assert_int_eq(evs_consumer__peek_next(r.c, &rec), 0);
+	}
+	k.seen = 0;
+	n = evs_consumer__consume(r.c, publish_one_more, &k, 0);
+	ck_assert_int_eq(n, (int)k.seen);
+	ck_assert_int_eq(n, 16);
+	ck_assert_uint_eq(k.next, 50);
+	ck_assert_uint_eq(stats_of(&r).released, 50);
+	ring_close(&r);
+}
+END_TEST
+
 /* peek_next holds records: every one handed out stays valid (and its
  * space taken) until release gives them back, oldest first. */
 START_TEST(test_ring_peek_next_holds_records_until_released)
@@ -1158,6 +1228,7 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_ring_discard_publishes_nothing, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_drops_when_no_consumer, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_consume_batch_in_order, 0, EVS_MODES);
+	tcase_add_loop_test(tc, test_ring_consume_all_pending_returns_under_a_busy_producer, 0, EVS_MODES);
 	tcase_add_loop_test(tc, test_ring_peek_next_holds_records_until_released, 0, EVS_MODES);
 	tcase_add_test(tc, test_ring_peek_next_window_full_says_why);
 	tcase_add_test(tc, test_ring_peek_next_holds_many);

@@ -18,14 +18,6 @@
 #include "dump_writer.h"
 #include "jsonl.h"
 
-/* The last sequence number converted for each core: .npy files are named
- * by it, so a record that repeats one (or goes back, as two files of one
- * core can) would replace a file whose index line is already written. */
-struct conv_seq {
-	uint64_t last[DUMP_MAX_CORES];
-	bool any[DUMP_MAX_CORES];
-};
-
 /* The status line of a conversion (--progress, or stderr a terminal):
  * the file, how far into it, what was converted, every half second. */
 struct conv_status {
@@ -149,8 +141,8 @@ static int raw_cut(const struct raw_window *r, const char *path, int64_t err, ui
 
 /* One raw file into w: 0, FILE_NOT_WHOLE, FILE_NOT_CONVERTED, or -errno
  * when the dump writer failed in a way that stops the conversion (said). */
-static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct conv_status *cs, int rawfd,
-			const char *rawdir, const char *name)
+static int convert_file(struct dump_writer *w, struct conv_status *cs, int rawfd, const char *rawdir,
+			const char *name)
 {
 	char path[4096];
 	struct dump_raw_hdr fh;
@@ -233,23 +225,25 @@ static int convert_file(struct dump_writer *w, struct conv_seq *seqs, struct con
 			break;
 		}
 		failed = w->failed;
-		if (seqs->any[fh.core] && h.seq <= seqs->last[fh.core]) {
-			/* as the Kafka reader does with duplicates: skipped, counted */
-			if (!skipped++) {
-				skip_seq = h.seq;
-				skip_off = off;
-				skip_last = seqs->last[fh.core];
-			}
-		} else {
+		{
 			const uint8_t *payload = r.buf + r.start + sizeof(h);
 			struct dump_src src = { .fd = fd, .off = off + sizeof(h) + EVS_TENSOR_FIXED_BYTES };
 
-			seqs->any[fh.core] = true;
-			seqs->last[fh.core] = h.seq;
 			err = whole ? dump_writer_record(w, fh.core, &h, payload)
 				    : dump_writer_record_from(w, fh.core, &h, payload, &src);
-			if (err)
-				break;
+		}
+		if (err == DUMP_SKIPPED) {
+			/* at or below a seq the writer took for the core (a
+			 * repeat, or a second file of that core): counted
+			 * there, said below with where the first one was */
+			if (!skipped++) {
+				skip_seq = h.seq;
+				skip_off = off;
+				skip_last = w->cores[fh.core].last_seq;
+			}
+			err = 0;
+		} else if (err) {
+			break;
 		}
 		if ((err = raw_window_skip(&r, len))) {
 			status_clear(cs);
@@ -333,9 +327,9 @@ static void fill_summary(FILE *f, void *ctx)
 	json_put_str(f, cs->rawdir);
 	fprintf(f, ",\"raw_files\":%d,\"raw_files_not_converted\":%d,\"raw_files_in_part\":%d"
 		",\"seconds\":%.3f,\"events\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64
-		",\"bad\":%" PRIu64 ",\"unrepresentable\":%" PRIu64 ",\"index_error\":",
+		",\"bad\":%" PRIu64 ",\"unrepresentable\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"index_error\":",
 		cs->files, cs->not_converted, cs->not_whole, cs->secs, w->events, w->bytes, w->failed, w->bad,
-		w->unfit);
+		w->unfit, w->skipped);
 	if (w->index_errno)
 		json_put_str(f, strerror(w->index_errno));
 	else
@@ -348,8 +342,8 @@ static void fill_summary(FILE *f, void *ctx)
 			continue;
 		fprintf(f, "%s{\"core\":%u,\"events\":%" PRIu64 ",\"tensors\":%" PRIu64 ",\"bytes\":%" PRIu64
 			",\"gaps\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64
-			",\"unrepresentable\":%" PRIu64 "}", first ? "" : ",", i, c->events, c->tensors, c->bytes,
-			c->gaps, c->failed, c->bad, c->unfit);
+			",\"unrepresentable\":%" PRIu64 ",\"skipped\":%" PRIu64 "}", first ? "" : ",", i, c->events,
+			c->tensors, c->bytes, c->gaps, c->failed, c->bad, c->unfit, c->skipped);
 		first = false;
 	}
 	fprintf(f, "]}\n");
@@ -369,7 +363,6 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary, bool prog
 {
 	struct conv_status cs = { .on = progress, .t0 = cli_now_ns() };
 	struct dump_writer w = { .print = false, .clear_status = status_clear, .ctx = &cs };
-	struct conv_seq seqs = { 0 };  /* 36 KiB */
 	struct dirent **names = NULL;
 	int n = 0, err = 0, files = 0, not_whole = 0, not_converted = 0, rawfd, rc;
 
@@ -401,7 +394,7 @@ int dump_convert(const char *rawdir, const char *outdir, bool summary, bool prog
 			continue;
 		cs.file = ++files;
 		cs.last = 0; /* each file shown as it begins */
-		err = convert_file(&w, &seqs, &cs, rawfd, rawdir, names[i]->d_name);
+		err = convert_file(&w, &cs, rawfd, rawdir, names[i]->d_name);
 		/* said; the other files are converted all the same */
 		if (err == FILE_NOT_WHOLE || err == FILE_NOT_CONVERTED) {
 			not_whole += err == FILE_NOT_WHOLE;

@@ -46,7 +46,11 @@ struct dump_core {
 	unsigned int file_dir_len;
 	uint64_t raw_off;
 	uint64_t next_seq;
+	uint64_t last_seq;     /* of the last event taken (when events > 0) */
 	uint64_t events;       /* events read (index lines) */
+	/* records not taken: their sequence number was at or below last_seq
+	 * (dump_writer_record(), DUMP_SKIPPED) */
+	uint64_t skipped;
 	uint64_t tensors;      /* tensor files written */
 	uint64_t bytes;        /* tensor bytes written */
 	uint64_t gaps;         /* events lost, from sequence gaps */
@@ -87,7 +91,7 @@ struct dump_writer {
 	void *ctx;
 	unsigned int ncores;   /* slots in cores[] */
 	struct dump_core *cores;
-	uint64_t events, bytes, failed, bad, unfit;
+	uint64_t events, bytes, failed, bad, unfit, skipped;
 	int first_errno;       /* of the first failed write */
 	int index_errno;       /* a line of the index could not be written: the dump stops */
 	uint64_t unindexed;    /* events read whose line is not in the index */
@@ -137,7 +141,16 @@ int dump_writer_add_core(struct dump_writer *w, unsigned int core);
  * make going on pointless: above all an index line that could not be
  * written (said once, kept in index_errno; the event's file is taken back,
  * so that no file lacks its line).
+ *
+ * A core's records are taken once, in order of sequence number: a record
+ * whose seq is at or below the last one taken for its core (a producer
+ * that repeats or goes back, a raw file converted twice, Kafka's
+ * redeliveries) is neither written nor indexed, since its .npy would
+ * replace one that an index line already describes. It is counted in
+ * skipped (the core's and the writer's) and DUMP_SKIPPED is returned; the
+ * caller says it, where it knows more (the file, the offset).
  */
+#define DUMP_SKIPPED 1
 int dump_writer_record(struct dump_writer *w, unsigned int core, const struct evs_event_header *h,
 		       const void *payload);
 

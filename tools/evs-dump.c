@@ -125,11 +125,12 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 	if (json) {
 		fprintf(f, "{\"producer\":\"%s\",\"seconds\":%.3f,\"events\":%" PRIu64
 			",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64
-			",\"unrepresentable\":%" PRIu64 ",\"index_error\":%s%s%s,\"unindexed\":%" PRIu64
-			",\"cores\":[",
+			",\"unrepresentable\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"index_error\":%s%s%s,"
+			"\"unindexed\":%" PRIu64 ",\"cores\":[",
 			d->fl.name, secs, d->w.events, d->w.bytes, d->w.failed, d->w.bad, d->w.unfit,
-			d->w.index_errno ? "\"" : "", d->w.index_errno ? strerror(d->w.index_errno) : "null",
-			d->w.index_errno ? "\"" : "", d->w.unindexed);
+			d->w.skipped, d->w.index_errno ? "\"" : "",
+			d->w.index_errno ? strerror(d->w.index_errno) : "null", d->w.index_errno ? "\"" : "",
+			d->w.unindexed);
 	} else {
 		fprintf(f, "evs-dump: %" PRIu64 " events, %.1f MB in %.2f s (%.0f ev/s, %.1f MB/s) to %s\n"
 			"  core    events   tensors        bytes    gaps",
@@ -156,7 +157,8 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 			for (int k = 0; k < EVS_DROP_CAUSE_COUNT; k++)
 				fprintf(f, ",\"%s\":%" PRIu64, evs_drop_cause_name(k), st.dropped_events[k]);
 			fprintf(f, ",\"failed\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"unrepresentable\":%" PRIu64
-				",\"producer_died\":%s}", c->failed, c->bad, c->unfit, s->died ? "true" : "false");
+				",\"skipped\":%" PRIu64 ",\"producer_died\":%s}", c->failed, c->bad, c->unfit,
+				c->skipped, s->died ? "true" : "false");
 		} else {
 			fprintf(f, "  %4u %9" PRIu64 " %9" PRIu64 " %12" PRIu64 " %7" PRIu64,
 				s->core, c->events, c->tensors, c->bytes, c->gaps);
@@ -225,11 +227,27 @@ struct turn {
 	int err;             /* dump_writer_record() failed: stop */
 };
 
+/* The first record skipped for its sequence number, said as it happens
+ * (the count is in the summary and said at the end). */
+static void say_skipped(struct dumper *d, unsigned int core, uint64_t seq)
+{
+	status_clear(d);
+	fprintf(stderr, "evs-dump: core %u: a record with sequence number %" PRIu64 " is at or below %" PRIu64
+		", already dumped for that core: skipped, not indexed (a core's records are dumped once, "
+		"in order: the producer repeated a sequence number or went back; further ones are "
+		"counted)\n", core, seq, d->w.cores[core].last_seq);
+}
+
 static int turn_record(void *ctx, const struct evs_record *rec)
 {
 	struct turn *t = ctx;
 
 	t->err = dump_writer_record(&t->d->w, t->s->core, &rec->hdr, rec->data);
+	if (t->err == DUMP_SKIPPED) {
+		if (t->d->w.skipped == 1)
+			say_skipped(t->d, t->s->core, rec->hdr.seq);
+		t->err = 0;
+	}
 	return t->err || limit_reached(t->d);
 }
 
@@ -531,6 +549,12 @@ int main(int argc, char **argv)
 		rc = 1;
 	if (d.w.bad) {
 		fprintf(stderr, "evs-dump: %" PRIu64 " malformed events were indexed as \"bad\"\n", d.w.bad);
+		rc = rc ? rc : 1;
+	}
+	if (d.w.skipped) {
+		fprintf(stderr, "evs-dump: %" PRIu64 " records were skipped, not indexed: each one's sequence "
+			"number was at or below one already dumped for its core (the first is said above)\n",
+			d.w.skipped);
 		rc = rc ? rc : 1;
 	}
 	follow_close(&d.fl);

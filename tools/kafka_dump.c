@@ -81,10 +81,9 @@ static uint64_t total_dups(const struct reader *r)
 {
 	uint64_t n = 0;
 
+	/* skipped by each writer: at or below a seq already taken */
 	for (const struct source *s = r->rec.sources; s; s = s->next)
-		for (unsigned int c = 0; c < DUMP_MAX_CORES; c++)
-			if (s->cores[c])
-				n += s->cores[c]->duplicates;
+		n += s->w.skipped;
 	return n;
 }
 
@@ -236,7 +235,7 @@ static void write_source_json(FILE *f, const struct reader *r, const struct sour
 			",\"bytes\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"failed\":%" PRIu64
 			",\"bad\":%" PRIu64 "}",
 			first ? "" : ",", c, k->partition, d ? d->events : 0, d ? d->tensors : 0, d ? d->bytes : 0,
-			d ? d->gaps : 0, k->duplicates, d ? d->failed : 0, d ? d->bad : 0);
+			d ? d->gaps : 0, d ? d->skipped : 0, d ? d->failed : 0, d ? d->bad : 0);
 		first = 0;
 	}
 	fprintf(f, "]}");
@@ -295,7 +294,7 @@ static void write_summary(struct reader *r, FILE *f, bool json)
 				continue;
 			fprintf(f, "  %-40s %5u %10" PRId32 " %9" PRIu64 " %9" PRIu64 " %12" PRIu64 " %7" PRIu64
 				" %11" PRIu64 " %7" PRIu64 "\n", name, c, k->partition, d ? d->events : 0,
-				d ? d->tensors : 0, d ? d->bytes : 0, d ? d->gaps : 0, k->duplicates,
+				d ? d->tensors : 0, d ? d->bytes : 0, d ? d->gaps : 0, d ? d->skipped : 0,
 				d ? d->failed : 0);
 		}
 	}

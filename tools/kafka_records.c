@@ -6,7 +6,7 @@
  * record split in chunks is written only when every chunk arrived in order
  * (otherwise it is counted torn, never written in part). Within one
  * reader, a sequence number at or below one already written is a
- * duplicate and is skipped.
+ * duplicate: the dump writer skips and counts it, as for every dump.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -89,9 +89,9 @@ static void assembly_drop(struct krec *r, struct kcore *k)
 /* ------------------------------------------------------------ records */
 
 /* A whole record: checked against its message, then written unless it is
- * a duplicate. */
-static void deliver(struct krec *r, struct source *s, struct kcore *k, unsigned int core,
-		    const uint8_t *value, uint64_t len, uint64_t seq)
+ * a duplicate (the writer's check). */
+static void deliver(struct krec *r, struct source *s, unsigned int core, const uint8_t *value,
+		    uint64_t len, uint64_t seq)
 {
 	struct evs_event_header h;
 	int err;
@@ -105,18 +105,14 @@ static void deliver(struct krec *r, struct source *s, struct kcore *k, unsigned 
 		r->malformed++;
 		return;
 	}
-	if (k->any && h.seq < k->next_seq) {
-		k->duplicates++;
-		return;
-	}
-	k->any = true;
-	k->next_seq = h.seq + 1;
 	if (!s->open) {
 		r->refused++;
 		return;
 	}
-	r->events++;
 	err = dump_writer_record(&s->w, core, &h, value + sizeof(h));
+	if (err == DUMP_SKIPPED)
+		return; /* a duplicate: counted in the core's skipped */
+	r->events++;
 	if (err) {
 		r->clear_status(r->ctx);
 		fprintf(stderr, "evs-dump: %s/%s core %u: %s\n", s->host, s->producer, core, strerror(-err));
@@ -155,7 +151,7 @@ static void take_record(struct krec *r, const rd_kafka_message_t *m, const rd_ka
 	}
 	k->partition = m->partition;
 	if (meta.nchunks == 1) {
-		deliver(r, s, k, src.core, m->payload, m->len, meta.seq);
+		deliver(r, s, src.core, m->payload, m->len, meta.seq);
 		return;
 	}
 	if (meta.chunk == 0) {
@@ -223,7 +219,7 @@ static void take_record(struct krec *r, const rd_kafka_message_t *m, const rd_ka
 	if (++k->next_chunk < k->nchunks)
 		return;
 	if (k->got == k->total)
-		deliver(r, s, k, src.core, k->buf, k->total, k->seq);
+		deliver(r, s, src.core, k->buf, k->total, k->seq);
 	else
 		r->torn++;
 	assembly_drop(r, k);

@@ -19,9 +19,8 @@
 
 /* One host/producer/core. */
 struct kcore {
-	bool any;              /* something was written */
-	uint64_t next_seq;     /* lower sequence numbers are duplicates */
-	uint64_t duplicates;
+	/* duplicates (a seq at or below one already taken) are skipped and
+	 * counted by the writer: its core's skipped */
 	int32_t partition;     /* where its records come from */
 	/* a record being put together from its chunks */
 	uint8_t *buf;

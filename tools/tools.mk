@@ -23,7 +23,7 @@ $(CLI_TEST): $(BUILD)/evs-dump $(BUILD)/evs-demo $(BUILD)/evs-soak $(BUILD)/evs-
 
 # End to end through the real processes (tests/dump/lib.sh is their helper;
 # tests/dump/peer.c, producers evs-demo is not: self-contradicting payloads,
-# one that exits as soon as it is connected).
+# one that exits as soon as it is connected, repeated sequence numbers).
 DUMP_E2E  := $(filter-out tests/dump/lib.sh,$(sort $(wildcard tests/dump/*.sh)))
 DUMP_PEER := $(BUILD)/tests/dump-peer
 TESTS     += $(DUMP_E2E)

@@ -7,6 +7,7 @@
  * Attaching (mapping and checking the shared memory) is attach.c's.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <poll.h>
@@ -282,18 +283,25 @@ static __attribute__((noinline)) int consumer_peek_held(struct evs_consumer *c,
 	return 0;
 }
 
-EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
+/*
+ * peek, once the arguments are checked. *looks: how many more times it may
+ * look at the producer's position; with none left, a ring empty by what
+ * we know is -EAGAIN without a look (consume's max == 0: one look a call).
+ */
+static __always_inline int consumer_peek(struct evs_consumer *c, struct evs_record *rec,
+					 size_t *looks)
 {
 	int64_t len;
 	int err;
 
-	if (unlikely(!c || !rec))
-		return consumer_refuse("peek", !c ? "the consumer is NULL" : "the record is NULL");
 	if (unlikely(c->broken))
 		return consumer_still_broken(c);
 	if (unlikely(c->held))
 		return consumer_peek_held(c, rec);
 	if (c->cons_pos == c->prod_cache) {
+		if (!*looks)
+			return -EAGAIN;
+		--*looks;
 		err = consumer_look(c, c->cons_off);
 		if (err)
 			return err;
@@ -304,6 +312,15 @@ EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
 	c->peek_len = (uint64_t)len;
 	c->held = 1;
 	return 0;
+}
+
+EVS_API int evs_consumer__peek(struct evs_consumer *c, struct evs_record *rec)
+{
+	size_t looks = 1;
+
+	if (unlikely(!c || !rec))
+		return consumer_refuse("peek", !c ? "the consumer is NULL" : "the record is NULL");
+	return consumer_peek(c, rec, &looks);
 }
 
 /* Room for one more held length; lengths of held records after the
@@ -460,16 +477,24 @@ int evs_consumer_take(struct evs_consumer *c, void *hdr, void **payload, void *(
  * long batch frees ring space while it runs. */
 #define CONSUME_PUBLISH_EVERY 32
 
+/*
+ * max == 0 is what is pending: the records known already and those up to
+ * the producer's position at one look, made when the ring looks empty
+ * (not at entry, so that the catch-up pause still keeps us off the
+ * producer's lines); records published after that look wait for the next
+ * call, so that a producer that keeps publishing cannot hold the call. The
+ * count is returned as an int: at most INT_MAX records a call, whatever max.
+ */
 EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void *ctx, size_t max)
 {
 	struct evs_record rec;
-	size_t n = 0;
+	size_t n = 0, lim = max && max < INT_MAX ? max : INT_MAX, looks = max ? SIZE_MAX : 1;
 	int err = 0, stop = 0;
 
 	if (!c || !fn)
 		return consumer_refuse("consume", !c ? "the consumer is NULL" : "the callback is NULL");
-	while (!stop && (max == 0 || n < max)) {
-		err = evs_consumer__peek(c, &rec);
+	while (!stop && n < lim) {
+		err = consumer_peek(c, &rec, &looks);
 		if (err)
 			break;
 		stop = fn(ctx, &rec);

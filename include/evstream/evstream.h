@@ -242,9 +242,16 @@ EVS_API int evs_consumer__peek_next(struct evs_consumer *c, struct evs_record *r
 /* Called for each record; return 0 to go on, anything else to stop after it. */
 typedef int (*evs_record_fn)(void *ctx, const struct evs_record *rec);
 
-/* Hand up to max records (0: all pending) to fn, releasing each after it
- * returns; records already held come first. Returns the count handed
- * over, or a negative errno as peek. */
+/*
+ * Hand up to max records to fn, releasing each after it returns; records
+ * already held come first. max 0: the records pending, that is those the
+ * consumer knows of and, once they are read, those up to the producer's
+ * position at one look at it (every record published before the call, and
+ * at most two rings' worth of bytes); what is published after that look
+ * is left for the next call, so a producer that keeps publishing cannot
+ * hold the call. At most INT_MAX records a call, whatever max. Returns the
+ * count handed over (0 when none was pending), or a negative errno as peek.
+ */
 EVS_API int evs_consumer__consume(struct evs_consumer *c, evs_record_fn fn, void *ctx,
 				  size_t max);
 

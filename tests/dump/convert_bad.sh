@@ -143,7 +143,11 @@ grep -qF "core0.evsraw: 2 records skipped: sequence number 7 at offset 1168 is a
 	{ cat "$T/edup"; fail "repeated seq: message (file 0)"; }
 grep -qF "core1.evsraw: 1 records skipped: sequence number 8 at offset 64 is at or below 8, already converted for core 0" "$T/edup" ||
 	{ cat "$T/edup"; fail "repeated seq: message (file 1)"; }
-ok "repeated sequence numbers skipped and said: '$(head -1 "$T/edup")', exit 0"
+skipped=$("$PY" -c 'import json, sys; s = json.load(open(sys.argv[1]))
+print(s["skipped"], [(c["core"], c["skipped"]) for c in s["cores"]])' "$T/odup/summary.json") ||
+	fail "repeated seq: summary.json unreadable"
+[ "$skipped" = "3 [(0, 3)]" ] || { cat "$T/odup/summary.json"; fail "repeated seq: summary.json says skipped $skipped, expected 3 on core 0"; }
+ok "repeated sequence numbers skipped and said: '$(head -1 "$T/edup")', exit 0, 3 in summary.json"
 
 # a prefix with bytes that cannot start UTF-8 (0xf5..0xff) before
 # continuation bytes: the index stays UTF-8 JSON, each such byte shown as

@@ -21,6 +21,13 @@
  *       two cores; as soon as core 0 has a consumer, N events on core 0,
  *       then exits at once: a dumper still connecting core 1 finds no
  *       producer there.
+ *   dump-peer NAME dup-seq
+ *       one core; once a consumer is there, five tensors whose sequence
+ *       numbers, written over by hand after sealing and before publishing
+ *       for two of them, go 0, 0 (again), 2, 1 (back), 4: "first =" float32
+ *       [1.5, 2.5], "again =" int32 [7, 8, 9], "third =" float32 [3, 3],
+ *       "back =" int8 [-1, -2], "last =" float32 [5, 5]. Exits, closing its
+ *       stream, once the consumer has taken them all.
  *
  * Exit status 0 when every emit went as planned, 1 otherwise, 2 on bad use.
  */
@@ -38,15 +45,16 @@
 typedef ndebug_stream_payload_debug_tensor_read_t payload_t;
 
 /* A tensor payload as emit_tensor lays it out, but with the element size
- * (in the evstream extension) and data size given, whatever the dtype. */
-static int emit_by_hand(struct evs_producer *p, const char *prefix, const char *dtype,
-			uint32_t elem_size, uint64_t n, const void *data, uint64_t bytes)
+ * (in the evstream extension) and data size given, whatever the dtype,
+ * reserved and not committed; NULL (errno) when there is no room. */
+static payload_t *reserve_by_hand(struct evs_producer *p, const char *prefix, const char *dtype,
+				  uint32_t elem_size, uint64_t n, const void *data, uint64_t bytes)
 {
 	struct evs_tensor_ext ext = { .magic = EVS_TENSOR_EXT_MAGIC, .ndim = 1, .elem_size = elem_size };
 	payload_t *pl = evs_producer__reserve(p, 0, EVS_EVENT_TENSOR_READ, sizeof(*pl) + bytes);
 
 	if (!pl)
-		return -errno;
+		return NULL;
 	memset(pl, 0, sizeof(*pl));
 	snprintf(pl->prefix, sizeof(pl->prefix), "%s", prefix);
 	snprintf(pl->tensor_dtype, sizeof(pl->tensor_dtype), "%s", dtype);
@@ -55,7 +63,59 @@ static int emit_by_hand(struct evs_producer *p, const char *prefix, const char *
 	pl->tensor_data_size = bytes;
 	memcpy(pl->reserved0, &ext, sizeof(ext));
 	memcpy(pl->tensor_data, data, bytes);
+	return pl;
+}
+
+static int emit_by_hand(struct evs_producer *p, const char *prefix, const char *dtype,
+			uint32_t elem_size, uint64_t n, const void *data, uint64_t bytes)
+{
+	if (!reserve_by_hand(p, prefix, dtype, elem_size, n, data, bytes))
+		return -errno;
 	return evs_producer__commit(p, 0);
+}
+
+/* The same, published with sequence number seq whatever the producer
+ * counted: the header, sealed at the deferred commit, is written over
+ * before the record is published, as any producer can. */
+static int emit_with_seq(struct evs_producer *p, const char *prefix, const char *dtype,
+			 uint32_t elem_size, uint64_t n, const void *data, uint64_t bytes, uint64_t seq)
+{
+	payload_t *pl = reserve_by_hand(p, prefix, dtype, elem_size, n, data, bytes);
+	struct evs_event_header *h;
+
+	if (!pl)
+		return -errno;
+	if (evs_producer__commit_deferred(p, 0))
+		return -1;
+	/* the record's header lies right before its payload in the ring */
+	h = (struct evs_event_header *)((uint8_t *)pl - sizeof(*h));
+	h->seq = seq;
+	return evs_producer__publish(p, 0);
+}
+
+static int emit_f32(struct evs_producer *p, const char *prefix, float v0, float v1)
+{
+	const float v[2] = { v0, v1 };
+	const uint64_t shape[1] = { 2 };
+	struct evs_tensor t = { .prefix = prefix, .pipe = 1, .dtype = "float32", .ndim = 1,
+				.shape = shape, .data = v };
+
+	return evs_producer__emit_tensor(p, 0, &t);
+}
+
+/* seqs 0, 0 again (another dtype and shape), 2, 1 (back), 4 */
+static int dup_seq(struct evs_producer *p)
+{
+	static const int32_t i32[3] = { 7, 8, 9 };
+	static const int8_t i8[2] = { -1, -2 };
+	int err = 0;
+
+	err |= emit_f32(p, "first =", 1.5f, 2.5f);
+	err |= emit_with_seq(p, "again =", "int32", 4, 3, i32, sizeof(i32), 0);
+	err |= emit_f32(p, "third =", 3, 3);
+	err |= emit_with_seq(p, "back =", "int8", 1, 2, i8, sizeof(i8), 1);
+	err |= emit_f32(p, "last =", 5, 5);
+	return err ? 1 : 0;
 }
 
 static int emit_empty(struct evs_producer *p, const char *prefix, const char *dtype, uint32_t ndim,
@@ -144,9 +204,10 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "corrupt") && argc == 4) {
 		if (cli_parse_u64("N", argv[3], 0, 1000, 0, &n))
 			return 2;
-	} else if ((strcmp(mode, "contradict") && strcmp(mode, "corrupt")) || argc != 3) {
+	} else if ((strcmp(mode, "contradict") && strcmp(mode, "corrupt") && strcmp(mode, "dup-seq")) ||
+		   argc != 3) {
 		fprintf(stderr, "usage: dump-peer NAME contradict | dump-peer NAME corrupt [N] | "
-			"dump-peer NAME first-connect N\n");
+			"dump-peer NAME first-connect N | dump-peer NAME dup-seq\n");
 		return 2;
 	}
 	p = evs_producer__new(name, ncores, NULL);
@@ -184,9 +245,9 @@ int main(int argc, char **argv)
 		evs_producer__free(p);
 		return rc;
 	}
-	rc = n ? first_connect(p, n) : contradict(p);
-	/* contradict: the dumper takes its records only once it has
-	 * connected every core, so it is past discovery when they are gone */
+	rc = n ? first_connect(p, n) : !strcmp(mode, "dup-seq") ? dup_seq(p) : contradict(p);
+	/* contradict, dup-seq: the dumper takes their records only once it
+	 * has connected every core, so it is past discovery when they are gone */
 	while (!n && cli_now_ns() < deadline) {
 		struct evs_stream_stats st = { .sz = sizeof(st) };
 

@@ -4,7 +4,9 @@
 # missing chunk, a chunk without its start, a key that would climb out of
 # the dump directory and a header that does not match its message are
 # counted and left out; the whole records and the complete chunked one
-# around them are written. Exit status 1, as for any event not written.
+# around them are written. A record delivered again is a duplicate, skipped
+# and counted (by the dump writer, as for every dump). Exit status 1, as
+# for any event not written.
 . "$(dirname "$0")/lib.sh"
 [ -n "$KCAT" ] || { skip "kcat is not installed (make deps installs it)"; exit 77; }
 
@@ -36,6 +38,7 @@ send 2b $k evs.seq=2 evs.type=1 evs.chunk=1/2
 send 3 $k evs.seq=3 evs.type=1
 send 4a $k evs.seq=4 evs.type=1 evs.chunk=0/2
 send 4b $k evs.seq=4 evs.type=1 evs.chunk=1/2
+send 3 $k evs.seq=3 evs.type=1       # again, after 4: a duplicate
 send 5 $k evs.seq=5 evs.type=1
 send 6 ../../x/0 evs.seq=0 evs.type=1
 start_kdump "$T/k" --until-idle 2 --group torn
@@ -46,8 +49,10 @@ cat "$T/k.stderr"
 	fail "expected seqs 0, 3 and 4 in the index: $(cat "$T/k/kt/torn/index.jsonl")"
 [ "$(json "$T/k/summary.json" '(j["torn"], j["orphan_chunks"], j["malformed"])')" = "(1, 2, 2)" ] ||
 	fail "torn, orphan chunks, malformed: $(json "$T/k/summary.json" '(j["torn"], j["orphan_chunks"], j["malformed"])')"
+dups=$(json "$T/k/summary.json" '(j["duplicates"], j["sources"][0]["cores"][0]["duplicates"])')
+[ "$dups" = "(1, 1)" ] || fail "duplicates (all, core 0): $dups, not (1, 1)"
 [ "$(ls "$T/k")" = "kt
 summary.json" ] || fail "something was written outside the host directories: $(ls "$T/k")"
 [ ! -e "$T/x" ] || fail "a key climbed out of the dump directory"
 grep -q 'torn records' "$T/k.stderr" || fail "the reader does not say what it left out"
-ok "a missing chunk, a chunk without its start, a lying header, a hostile key: counted, not written"
+ok "a missing chunk, a chunk without its start, a lying header, a hostile key, a duplicate: counted, not written"
