@@ -70,6 +70,10 @@ static void *bare_consumer(void *arg)
 			cpu_relax();
 			continue;
 		}
+		/* volatile: the size read from the header once, as evstream's
+		 * consumer reads it; not synchronisation (bare_peek()'s acquire
+		 * ordered the header). READ_ONCE_PLAIN() would say it, but gcc
+		 * 12 then allocates this loop's registers differently */
 		size = *(const volatile uint64_t *)r;
 		sink += touch(r + 64, size);
 		bare_release(&b->ring, &c, size);

@@ -17,11 +17,11 @@
 #ifndef EVS_BENCH_BARE_H
 #define EVS_BENCH_BARE_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "bench.h"
 #include "evstream/evstream.h"
 #include "evstream-private/introspect.h"
@@ -52,7 +52,9 @@ bare_push_stamped(struct bare_ring *b, struct bare_side *p, const void *src, uin
 	uint64_t *h;
 
 	if (p->pos + len - p->other > b->cap) {
-		p->other = atomic_load_explicit(&b->cons_pos, memory_order_acquire);
+		/* pairs with smp_store_release(&b->cons_pos) in bare_release():
+		 * the consumer is done reading the records below it */
+		p->other = smp_load_acquire(&b->cons_pos);
 		if (p->pos + len - p->other > b->cap)
 			return false;
 	}
@@ -67,7 +69,9 @@ bare_push_stamped(struct bare_ring *b, struct bare_side *p, const void *src, uin
 	p->off += len;
 	if (p->off >= b->cap)
 		p->off -= b->cap;
-	atomic_store_explicit(&b->prod_pos, p->pos, memory_order_release);
+	/* pairs with smp_load_acquire(&b->prod_pos) in bare_peek(): the
+	 * record is complete before its end is visible */
+	smp_store_release(&b->prod_pos, p->pos);
 	return true;
 }
 
@@ -81,7 +85,9 @@ static inline bool bare_push(struct bare_ring *b, struct bare_side *p, const voi
 static inline const uint8_t *bare_peek(struct bare_ring *b, struct bare_side *c)
 {
 	if (c->pos == c->other) {
-		c->other = atomic_load_explicit(&b->prod_pos, memory_order_acquire);
+		/* pairs with smp_store_release(&b->prod_pos) in
+		 * bare_push_stamped(): records below it are complete */
+		c->other = smp_load_acquire(&b->prod_pos);
 		if (c->pos == c->other)
 			return NULL;
 	}
@@ -133,7 +139,9 @@ static inline void bare_release(struct bare_ring *b, struct bare_side *c, uint64
 	c->off += len;
 	if (c->off >= b->cap)
 		c->off -= b->cap;
-	atomic_store_explicit(&b->cons_pos, c->pos, memory_order_release);
+	/* pairs with smp_load_acquire(&b->cons_pos) in bare_push_stamped():
+	 * we are done reading the records below cons_pos */
+	smp_store_release(&b->cons_pos, c->pos);
 }
 
 #endif

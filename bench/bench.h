@@ -3,13 +3,13 @@
 #ifndef EVS_BENCH_H
 #define EVS_BENCH_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
+#include "atomics.h"
 /* cli_now_ns(): every timestamp in the benchmark, like the producer's
  * header timestamp, is CLOCK_MONOTONIC through the vDSO */
 #include "cli.h"
@@ -39,6 +39,9 @@ extern const size_t bench_payloads[NPAYLOADS];
  */
 static inline void cpu_relax(void)
 {
+	/* barrier(), as an asm: gcc 12 lays out the spin loops around an
+	 * atomic_signal_fence() differently (lt_consumer(), tp_consumer()
+	 * move blocks), and the loops measured stay as they were */
 	__asm__ __volatile__("" ::: "memory");
 }
 
@@ -48,6 +51,11 @@ static inline uint64_t touch(const void *data, size_t n)
 	const uint8_t *b = data;
 	uint64_t s = 0;
 
+	/* volatile: one load per line, none merged or left out; not
+	 * synchronisation (the caller's acquire ordered the payload).
+	 * READ_ONCE_PLAIN() would say it, but gcc 12 then allocates the
+	 * registers of the loops it is inlined in differently (cost_bare(),
+	 * tp_read()), and those are measured */
 	for (size_t i = 0; i + 8 <= n; i += 64)
 		s += *(const volatile uint64_t *)(b + i);
 	return s;
@@ -256,25 +264,31 @@ static inline bool run_tick(struct run *r)
 {
 	uint64_t t = cli_now_ns();
 
+	/* relaxed: the phase only tells the consumer when to note its
+	 * count and time; nothing is read through it */
 	if (t >= r->t_stop) {
-		atomic_store_explicit(&r->phase, 2, memory_order_relaxed);
+		WRITE_ONCE(&r->phase, 2);
 		return true;
 	}
-	if (t >= r->t_warm && atomic_load_explicit(&r->phase, memory_order_relaxed) == 0)
-		atomic_store_explicit(&r->phase, 1, memory_order_relaxed);
+	if (t >= r->t_warm && READ_ONCE(&r->phase) == 0)
+		WRITE_ONCE(&r->phase, 1);
 	return false;
 }
 
 static inline void run_finish(struct run *r, uint64_t sent)
 {
-	atomic_store_explicit(&r->sent_total, sent, memory_order_relaxed);
-	atomic_store_explicit(&r->done, 1, memory_order_release);
+	/* relaxed: the release of done below carries it */
+	WRITE_ONCE(&r->sent_total, sent);
+	/* pairs with smp_load_acquire(&r->done) in run_drained(): sent_total
+	 * is in before done is seen */
+	smp_store_release(&r->done, 1);
 }
 
 /* Consumer: after each received event (or batch), with the running count. */
 static inline void run_mark(struct run *r, uint64_t count)
 {
-	int ph = atomic_load_explicit(&r->phase, memory_order_relaxed);
+	/* relaxed: as in run_tick() */
+	int ph = READ_ONCE(&r->phase);
 
 	if (__builtin_expect(ph != r->seen, 0)) {
 		if (r->seen == 0) {
@@ -292,8 +306,9 @@ static inline void run_mark(struct run *r, uint64_t count)
 /* Consumer: the producer has stopped and everything it sent is received. */
 static inline bool run_drained(const struct run *r, uint64_t got)
 {
-	return atomic_load_explicit(&r->done, memory_order_acquire) &&
-	       got >= atomic_load_explicit(&r->sent_total, memory_order_relaxed);
+	/* pairs with smp_store_release(&r->done) in run_finish(): the producer's
+	 * sent_total is the final count; relaxed read of it, ordered by that */
+	return smp_load_acquire(&r->done) && got >= READ_ONCE(&r->sent_total);
 }
 
 static inline double run_rate(const struct run *r)

@@ -8,6 +8,10 @@ BENCH_SRCS := bench/evs_bench.c bench/common.c bench/limits.c bench/alt.c \
               bench/cost.c bench/floor.c bench/lttng.c bench/lttng_ctf.c \
               bench/lttng_peer.c
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/%.o)
+# The bench spells memory ordering through transport/atomics.h, as the
+# library does (the one header of transport/ it includes); for every bench
+# object, evs-bench-drops' (ebpf/ebpf.mk) too: they share bench.h.
+$(BUILD)/bench/%.o: PROG_CFLAGS += -Itransport
 
 # LTTng-UST, the peer of the lttng and dropfree parts, where its headers are
 # (pkg-config lttng-ust; EVS_NO_LTTNG=1 builds without it all the same).

@@ -115,6 +115,10 @@ static void cost_bare(struct cost *b, const uint8_t *src, int passes, bool stamp
 		t1 = cli_now_ns();
 		for (int i = 0; i < COST_BATCH; i++) {
 			const uint8_t *r = bare_peek(&ring, &cons);
+			/* volatile, not synchronisation (this thread wrote the
+			 * header): both halves are in this one function, and the
+			 * size must be a load from the header, as bare.c's
+			 * consumer makes, never the push pass's constant */
 			uint64_t size = *(const volatile uint64_t *)r;
 
 			sink += touch(r + 64, size);

@@ -69,17 +69,21 @@ static void *floor_producer(void *arg)
 		bench_spin_until(t0 + i * fl.interval_ns);
 		/* never overwrite a slot the consumer has not passed;
 		 * acquire pairs with the release of consumed in floor_consumer */
-		while (i - atomic_load_explicit(&fl.consumed, memory_order_acquire) >=
+		while (i - smp_load_acquire(&fl.consumed) >=
 		       (w.one_line ? 1 : FLOOR_SLOTS))
 			cpu_relax();
 		if (w.stamp_after) {
-			atomic_store_explicit(&s->seq, i + 1, memory_order_release);
+			/* pairs with smp_load_acquire(&s->seq) in floor_consumer(),
+			 * but publishes nothing: no ts this way, and sent_at is
+			 * read after the join. Release all the same: the same
+			 * store as the default way's */
+			smp_store_release(&s->seq, i + 1);
 			fl.sent_at[i] = bench_stamp();
 			continue;
 		}
 		s->ts = bench_stamp();
 		/* release: ts is visible before seq; pairs with the consumer's acquire */
-		atomic_store_explicit(&s->seq, i + 1, memory_order_release);
+		smp_store_release(&s->seq, i + 1);
 	}
 	return NULL;
 }
@@ -94,7 +98,7 @@ static void *floor_consumer(void *arg)
 		uint64_t now, d;
 
 		/* acquire pairs with the producer's release of seq: ts is in */
-		while (atomic_load_explicit(&s->seq, memory_order_acquire) != i + 1)
+		while (smp_load_acquire(&s->seq) != i + 1)
 			if (!w.no_pause)
 				cpu_relax();
 		now = stamp_after_load();
@@ -107,7 +111,7 @@ static void *floor_consumer(void *arg)
 		if (w.one_line || (i & 1023) == 1023)
 			/* release: the slots before i are read; pairs with the
 			 * producer's acquire of consumed */
-			atomic_store_explicit(&fl.consumed, i + 1, memory_order_release);
+			smp_store_release(&fl.consumed, i + 1);
 	}
 	return NULL;
 }
@@ -149,7 +153,8 @@ static int floor_send(const struct floor_way *w, double rate, uint64_t n)
 	fl.way = *w;
 	fl.n = n;
 	fl.interval_ns = (uint64_t)(1e9 / rate);
-	atomic_store(&fl.consumed, 0);
+	/* relaxed: before the threads start; pthread_create() orders it */
+	WRITE_ONCE(&fl.consumed, 0);
 	bench_pair(floor_producer, NULL, floor_consumer, NULL);
 	for (uint64_t i = 0; w->stamp_after && i < n; i++) {
 		uint64_t d = fl.seen_at[i] > fl.sent_at[i] ? fl.seen_at[i] - fl.sent_at[i] : 0;

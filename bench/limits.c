@@ -49,7 +49,8 @@ static struct tput copy_bw(size_t size, uint8_t *dst, size_t area, const uint8_t
 				evs__ring_copy(dst + off, src, size);
 			else
 				memcpy(dst + off, src, size);
-			__asm__ __volatile__("" ::: "memory");
+			/* every copy made, in order, none merged or left out */
+			barrier();
 			off += step;
 			n++;
 		}
@@ -106,8 +107,13 @@ static void *pp_ping(void *arg)
 		for (uint64_t k = 0; k < PP_BATCH; k++) {
 			uint64_t want = 2 * (r * PP_BATCH + k) + 2;
 
-			atomic_store_explicit(&pp.v, want - 1, memory_order_release);
-			while (atomic_load_explicit(&pp.v, memory_order_acquire) != want)
+			/* the line is the message, nothing else rides on it:
+			 * release and acquire only as a handover's would be
+			 * (plain moves on x86). Pairs with smp_load_acquire(&pp.v)
+			 * in pp_pong() */
+			smp_store_release(&pp.v, want - 1);
+			/* pairs with smp_store_release(&pp.v) in pp_pong() */
+			while (smp_load_acquire(&pp.v) != want)
 				;
 		}
 		/* one sample: the mean one-way time over a batch of round trips,
@@ -123,9 +129,11 @@ static void *pp_pong(void *arg)
 
 	(void)arg;
 	for (uint64_t want = 1; want < total; want += 2) {
-		while (atomic_load_explicit(&pp.v, memory_order_acquire) != want)
+		/* pairs with smp_store_release(&pp.v) in pp_ping() */
+		while (smp_load_acquire(&pp.v) != want)
 			;
-		atomic_store_explicit(&pp.v, want + 1, memory_order_release);
+		/* pairs with smp_load_acquire(&pp.v) in pp_ping() */
+		smp_store_release(&pp.v, want + 1);
 	}
 	return NULL;
 }
@@ -149,9 +157,15 @@ static void *ew_waker(void *arg)
 		bench_spin_until(cli_now_ns() + ew.gap_ns);
 		uint64_t t0 = cli_now_ns();
 
-		atomic_store_explicit(&ew.sent_at, t0, memory_order_relaxed);
+		/* relaxed: no atomic pairs with it; eventfd_write() after it
+		 * and the sleeper's read of the eventfd (system calls, the
+		 * kernel's lock of the counter) order it before its load in
+		 * ew_sleeper() */
+		WRITE_ONCE(&ew.sent_at, t0);
 		eventfd_write(ew.efd, 1);
-		while (atomic_load_explicit(&ew.acked, memory_order_acquire) != i + 1)
+		/* pairs with smp_store_release(&ew.acked) in ew_sleeper(): it
+		 * has read sent_at, which the next round may write again */
+		while (smp_load_acquire(&ew.acked) != i + 1)
 			cpu_relax();
 	}
 	return NULL;
@@ -173,8 +187,12 @@ static void *ew_sleeper(void *arg)
 			while (eventfd_read(ew.efd, &v) < 0)
 				;
 		}
-		hist_add(&ew.h, cli_now_ns() - atomic_load_explicit(&ew.sent_at, memory_order_relaxed));
-		atomic_store_explicit(&ew.acked, i + 1, memory_order_release);
+		/* relaxed: ordered after ew_waker()'s store only by the
+		 * eventfd's system calls (see there) */
+		hist_add(&ew.h, cli_now_ns() - READ_ONCE(&ew.sent_at));
+		/* pairs with smp_load_acquire(&ew.acked) in ew_waker(): done
+		 * with sent_at */
+		smp_store_release(&ew.acked, i + 1);
 	}
 	return NULL;
 }
@@ -191,7 +209,8 @@ void limit_efd_wake(struct lat *out, bool use_poll)
 	ew.use_poll = use_poll;
 	ew.n = bopt.quick ? 3000 : 20000;
 	ew.gap_ns = 100000; /* 10k wakeups/s: the sleeper is really asleep */
-	atomic_store(&ew.acked, 0);
+	/* relaxed: before the threads start; pthread_create() orders it */
+	WRITE_ONCE(&ew.acked, 0);
 	hist_init(&ew.h);
 	bench_pair(ew_waker, NULL, ew_sleeper, NULL);
 	close(ew.efd);
@@ -244,7 +263,8 @@ static void limit_hiccups(struct lat *gaps, double *lost, double *per_s)
 void limit_line_oneway(struct lat *out)
 {
 	pp.rounds = bopt.quick ? 5000 : 30000;
-	atomic_store(&pp.v, 0);
+	/* relaxed: before the threads start; pthread_create() orders it */
+	WRITE_ONCE(&pp.v, 0);
 	hist_init(&pp.h);
 	bench_pair(pp_ping, NULL, pp_pong, NULL);
 	lat_from_hist(out, &pp.h);

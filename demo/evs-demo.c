@@ -47,11 +47,16 @@ struct worker {
 	int err;
 };
 
+/* Set by on_signal() and by main() when a thread cannot start; read by
+ * the workers, sleep_until(), main()'s hold loop and cli_wait_consumers()
+ * (tools/common/cli.h). A flag: nothing is read through it. */
 static atomic_int stop;
 
 static void on_signal(int sig)
 {
 	(void)sig;
+	/* pairs with the atomic_load(&stop)s (see stop); lock-free, so
+	 * allowed in a signal handler */
 	atomic_store(&stop, 1);
 }
 
@@ -345,6 +350,8 @@ int main(int argc, char **argv)
 		w[i] = (struct worker){ .d = &d, .core = i };
 		if (pthread_create(&w[i].thread, NULL, worker_main, &w[i])) {
 			fprintf(stderr, "evs-demo: cannot start the thread of core %u\n", i);
+			/* pairs with the atomic_load(&stop)s (see stop): the
+			 * workers already started end */
 			atomic_store(&stop, 1);
 			d.ncores = i;
 			rc = 2;

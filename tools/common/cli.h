@@ -13,6 +13,9 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+/* not transport/atomics.h: that would put transport/ on the include
+ * path of every program that includes this (PROG_CFLAGS: the tools, the
+ * demo, the soak), internals and all */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -206,6 +209,10 @@ static inline int cli_wait_consumers(struct evs_producer *p, unsigned int ncores
 {
 	uint64_t deadline = cli_now_ns() + (uint64_t)(secs * 1e9);
 
+	/* pairs with the atomic_store(&stop)s of on_signal() and main()
+	 * (demo/evs-demo.c): a flag, nothing is read through it, so the
+	 * seq_cst of atomic_load() is more than it needs (a plain load on
+	 * x86) */
 	while (!stop || !atomic_load(stop)) {
 		unsigned int n = 0;
 
