@@ -617,6 +617,13 @@ START_TEST(test_preview_prints_like_numpy)
 	ck_assert_str_eq(preview_of(&ev, out, sizeof(out)), "m: [ True False]\n");
 	ev = (struct evs_tensor_info){ .prefix = "step 3 done\n", .is_print = true };
 	ck_assert_str_eq(preview_of(&ev, out, sizeof(out)), "step 3 done\n");
+	/* what the producer wrote reaches the terminal without its control
+	 * characters: an OSC title sequence, a carriage return, a C1 CSI in
+	 * UTF-8, DEL; newline, tab and other UTF-8 (U+2192) as they are */
+	ev = (struct evs_tensor_info){ .prefix = "a\x1b]0;owned\x07" "b\rc\xc2\x9b" "2Jd\x7f\te \xe2\x86\x92\nf\n",
+				    .is_print = true };
+	ck_assert_str_eq(preview_of(&ev, out, sizeof(out)),
+			 "a\\x1b]0;owned\\x07b\\x0dc\\x9b" "2Jd\\x7f\te \xe2\x86\x92\nf\n");
 }
 END_TEST
 

@@ -9,6 +9,27 @@
 /* Tensors with at most this many elements are printed in full. */
 #define PREVIEW_FULL_MAX 64
 
+/*
+ * Text the producer wrote (a prefix, a print, a dtype's name), as the
+ * terminal or log it goes to should show it: control characters other
+ * than newline and tab (escape sequences, a carriage return that would
+ * draw over the line, C1 controls as UTF-8) as \xHH of their code, as
+ * `python3 -m evstream tail` shows them; the index keeps the exact bytes.
+ */
+static void put_shown(FILE *f, const char *text)
+{
+	const unsigned char *s = (const unsigned char *)text;
+
+	for (; *s; s++) {
+		if ((*s < 0x20 && *s != '\n' && *s != '\t') || *s == 0x7f)
+			fprintf(f, "\\x%02x", *s);
+		else if (*s == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f)
+			fprintf(f, "\\x%02x", *++s);
+		else
+			fputc(*s, f);
+	}
+}
+
 static float half_to_float(uint16_t h)
 {
 	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
@@ -151,7 +172,9 @@ static void print_tensor(FILE *f, const struct evs_tensor_info *ev)
 	if (k != NPY_KIND_BFLOAT16)
 		return;
 shape:
-	fprintf(f, " (%s, shape (", ev->dtype);
+	fputs(" (", f);
+	put_shown(f, ev->dtype);
+	fputs(", shape (", f);
 	for (uint32_t i = 0; i < ev->ndim; i++)
 		fprintf(f, i ? ", %" PRIu64 : "%" PRIu64, ev->shape[i]);
 	fprintf(f, ev->ndim == 1 ? ",))" : "))");
@@ -161,7 +184,7 @@ void preview_print(FILE *f, const struct evs_tensor_info *ev)
 {
 	size_t n = strlen(ev->prefix);
 
-	fputs(ev->prefix, f);
+	put_shown(f, ev->prefix);
 	if (!ev->is_print) {
 		if (n && ev->prefix[n - 1] != ' ' && ev->prefix[n - 1] != '\n')
 			fputc(' ', f);
