@@ -916,17 +916,109 @@ START_TEST(test_consumer_names_an_abi_refusal)
 }
 END_TEST
 
-/* A server with too many connections waiting for their hello closes the
- * one waiting longest with EAGAIN: the consumer says why, not a bare
- * "Resource temporarily unavailable". */
-START_TEST(test_consumer_names_a_refusal_for_too_many_waiting)
+/* A listening socket at name's place whose child process answers each
+ * connection's hello with status -EAGAIN, as a server with too many
+ * connections waiting for their hello does to the one waiting longest.
+ * With restore, the first answer is given after the file `restore` names
+ * is renamed back over the socket: a real producer's, moved aside. */
+static pid_t fake_refuser(const char *name, const char *restore)
 {
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct evs_welcome w = welcome(RING);
+	int lfd;
+	pid_t pid;
 
 	w.status = -EAGAIN;
-	ck_assert_int_eq(connect_fake("waiting", &w, NULL, 0), EAGAIN);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", getenv("EVSTREAM_RUNTIME_DIR"), name);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 8), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct evs_hello h;
+
+		alarm(10); /* never outlive a broken test */
+		for (;;) {
+			int fd = accept(lfd, NULL, NULL);
+
+			if (fd < 0 || recv(fd, &h, sizeof(h), 0) != sizeof(h))
+				_exit(1);
+			if (restore && rename(restore, sa.sun_path))
+				_exit(2);
+			send(fd, &w, sizeof(w), MSG_NOSIGNAL);
+			close(fd);
+			if (restore)
+				_exit(0);
+		}
+	}
+	close(lfd);
+	return pid;
+}
+
+/* Refused for too many connections waiting, for all of its timeout: the
+ * consumer says why, not a bare "Resource temporarily unavailable". */
+START_TEST(test_consumer_names_a_refusal_for_too_many_waiting)
+{
+	EVS_OPTS(evs_consumer_opts, o, .timeout_ms = 300);
+	const char *name = evs_test_name("waiting");
+	struct evs_consumer *c;
+	int status;
+	pid_t pid = fake_refuser(name, NULL);
+
+	c = evs_consumer__connect(name, 0, &o);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(errno, EAGAIN);
 	ck_assert_msg(strstr(evs_errmsg(), "too many connections were waiting"), "message: %s",
 		      evs_errmsg());
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+}
+END_TEST
+
+/* Refused once (its hello was late, and the server made room for newer
+ * connections): the consumer connects again, as it does when the listen
+ * queue is full, and gets in. The producer is another process, so that
+ * the consumer goes through the socket. */
+START_TEST(test_consumer_tries_again_after_a_refusal_for_too_many_waiting)
+{
+	const char *name = evs_test_name("again");
+	char sock[200], aside[200], ok = 0;
+	int ready[2], done[2], status;
+	struct evs_consumer *c;
+	pid_t prod, fake;
+
+	snprintf(sock, sizeof(sock), "%s/%s.sock", getenv("EVSTREAM_RUNTIME_DIR"), name);
+	snprintf(aside, sizeof(aside), "%s/%s.aside", getenv("EVSTREAM_RUNTIME_DIR"), name);
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(done), 0);
+	prod = fork();
+	ck_assert_int_ge(prod, 0);
+	if (prod == 0) {
+		EVS_OPTS(evs_producer_opts, po, .ring_bytes = RING, .hugepages = EVS_HUGEPAGES_OFF);
+		struct evs_producer *p = evs_producer__new(name, 1, &po);
+		char b = p ? 1 : 0;
+
+		alarm(10);
+		if (write(ready[1], &b, 1) != 1 || read(done[0], &b, 1) < 0)
+			_exit(1);
+		evs_producer__free(p);
+		_exit(0);
+	}
+	ck_assert_int_eq(read(ready[0], &ok, 1), 1);
+	ck_assert_msg(ok, "the producer did not start");
+	ck_assert_int_eq(rename(sock, aside), 0);
+	fake = fake_refuser(name, aside);
+	c = evs_consumer__connect(name, 0, NULL);
+	ck_assert_msg(c, "connect after one refusal: %s", evs_errmsg());
+	ck_assert_int_eq(waitpid(fake, &status, 0), fake);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the refusing server failed");
+	evs_consumer__free(c);
+	ck_assert_int_eq(write(done[1], &ok, 1), 1);
+	ck_assert_int_eq(waitpid(prod, &status, 0), prod);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(ready[0]), close(ready[1]), close(done[0]), close(done[1]);
 }
 END_TEST
 
@@ -1157,6 +1249,7 @@ int main(void)
 	tcase_add_test(tf, test_consumer_refuses_welcome_without_fds);
 	tcase_add_test(tf, test_consumer_names_an_abi_refusal);
 	tcase_add_test(tf, test_consumer_names_a_refusal_for_too_many_waiting);
+	tcase_add_test(tf, test_consumer_tries_again_after_a_refusal_for_too_many_waiting);
 	tcase_add_test(tf, test_consumer_maps_out_of_range_status_to_eproto);
 	tcase_add_test(tf, test_consumer_names_a_producer_hanging_up_mid_handshake);
 	tcase_add_test(tf, test_consumer_refuses_truncated_welcome);

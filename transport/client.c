@@ -73,6 +73,27 @@ static int recv_welcome(int sock, struct evs_welcome *w, int *fds, int *nfds, in
 	return 0;
 }
 
+/* A pause before the next try, longer each time (200 us to 10 ms, never
+ * past the deadline): false when the deadline has passed, or a signal
+ * handler cut the pause short (errno EINTR). */
+static bool try_again(long *pause_us, int64_t deadline)
+{
+	int64_t left = deadline - evs_monotonic_ms();
+	struct timespec ts;
+
+	errno = 0;
+	if (left <= 0)
+		return false;
+	if (*pause_us > left * 1000)
+		*pause_us = (long)left * 1000;
+	ts = (struct timespec){ .tv_nsec = *pause_us * 1000 };
+	if (nanosleep(&ts, NULL) < 0)
+		return false;
+	if (*pause_us < 10000)
+		*pause_us *= 2;
+	return true;
+}
+
 /*
  * A producer that is stopped (SIGSTOP, a debugger) accepts nothing, and
  * once its listen queue is full a blocking connect() waits for ever. The
@@ -85,23 +106,12 @@ static int connect_until(int sock, const struct sockaddr_un *sa, int64_t deadlin
 	long pause_us = 200;
 
 	for (;;) {
-		struct timespec ts;
-		int64_t left;
-
 		if (connect(sock, (const struct sockaddr *)sa, sizeof(*sa)) == 0)
 			return 0;
 		if (errno != EAGAIN)
 			return -errno;
-		left = deadline - evs_monotonic_ms();
-		if (left <= 0)
-			return -ETIMEDOUT;
-		if (pause_us > left * 1000)
-			pause_us = (long)left * 1000;
-		ts = (struct timespec){ .tv_nsec = pause_us * 1000 };
-		if (nanosleep(&ts, NULL) < 0)
-			return -errno;
-		if (pause_us < 10000)
-			pause_us *= 2;
+		if (!try_again(&pause_us, deadline))
+			return errno == EINTR ? -EINTR : -ETIMEDOUT;
 	}
 }
 
@@ -122,6 +132,15 @@ static int check_peer(int sock, const struct evs_rundir *d, const char *name, co
 	return 0;
 }
 
+/* The server refused every try with "too many connections waiting for
+ * their hello" until the deadline. */
+static int refused_too_long(const char *name, int timeout)
+{
+	return evs_fail(EAGAIN, "producer '%s' kept closing this consumer's connections before "
+			"reading their hello, for %d ms: too many connections were waiting to say "
+			"theirs (something connects and says nothing?)", name, timeout);
+}
+
 int evs_client_handshake(const char *name, unsigned int core, const struct evs_consumer_opts *opts,
 			 struct evs_welcome *welcome, int fds[EVS_WELCOME_NFDS], int *sockp)
 {
@@ -135,6 +154,8 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 	int nfds = 0, sock = -1;
 	int timeout = OPTS_GET(opts, timeout_ms, 0) > 0 ? opts->timeout_ms : 2000;
 	int64_t deadline = evs_monotonic_ms() + timeout;
+	long pause_us = 200;
+	bool refused = false; /* once for too many waiting: said if time runs out */
 	int err;
 
 	err = evs_rundir_open(&dir, OPTS_GET(opts, runtime_dir, NULL), name);
@@ -144,6 +165,7 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 	err = evs_rundir_check_socket(&dir, name, file);
 	if (err)
 		goto err_close;
+again:
 	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (sock < 0) {
 		err = -errno;
@@ -154,6 +176,9 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 	if (err == -ENOENT || err == -ECONNREFUSED) {
 		evs_fail(ENOENT, "no producer named '%s' (no one listens on %s/%s)", name, dir.path, file);
 		err = -ENOENT;
+		goto err_close;
+	} else if (err == -ETIMEDOUT && refused) {
+		err = refused_too_long(name, timeout);
 		goto err_close;
 	} else if (err == -ETIMEDOUT) {
 		evs_fail(ETIMEDOUT, "producer '%s' accepts no connection: the listen queue of %s/%s stayed "
@@ -193,6 +218,9 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 		evs_fail(EPROTO, "producer '%s' sent a malformed welcome (not one whole %zu-byte "
 			 "message with the evstream magic)", name, sizeof(w));
 		goto err_close;
+	} else if (err == -ETIMEDOUT && refused) {
+		err = refused_too_long(name, timeout);
+		goto err_close;
 	} else if (err == -ETIMEDOUT) {
 		evs_fail(ETIMEDOUT, "producer '%s' sent no welcome within %d ms", name, timeout);
 		goto err_close;
@@ -209,10 +237,18 @@ int evs_client_handshake(const char *name, unsigned int core, const struct evs_c
 			evs_fail(EBUSY, "core %u of producer '%s' already has a consumer", core, name);
 		else if (err == -EACCES)
 			evs_fail(EACCES, "producer '%s' refused this uid/gid", name);
-		else if (err == -EAGAIN)
-			evs_fail(EAGAIN, "producer '%s' closed this connection before reading its hello: "
-				 "too many connections were waiting to say theirs (something connects "
-				 "and says nothing?); try again", name);
+		else if (err == -EAGAIN && try_again(&pause_us, deadline)) {
+			/* the server made room for newer connections while our
+			 * hello was on its way (many connects at once, or silent
+			 * ones): a new connection, as for a full listen queue */
+			refused = true;
+			close_fds(fds, nfds);
+			nfds = 0;
+			close(sock);
+			sock = -1;
+			goto again;
+		} else if (err == -EAGAIN)
+			err = refused_too_long(name, timeout);
 		else if (err == -EPROTONOSUPPORT)
 			evs_fail(EPROTONOSUPPORT, "producer '%s' refused this consumer's shared-memory "
 				 "ABI %u (of another major than its own): run the same evstream release on "
