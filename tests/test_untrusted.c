@@ -524,21 +524,31 @@ END_TEST
  * given fds, from a child process; returns its pid. */
 /* Serves one connection: reads the hello, sends the first wlen bytes of
  * *w with the fds (nothing at all when wlen is 0), waits for the hang-up. */
+/* A listening socket at name's place in the runtime directory, its path
+ * in *sa: what a fake producer serves on. */
+static int fake_listen(const char *name, int backlog, struct sockaddr_un *sa)
+{
+	const char *dir = getenv("EVSTREAM_RUNTIME_DIR");
+	int lfd;
+
+	*sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	mkdir(dir, 0700);
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s.sock", dir, name);
+	unlink(sa->sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	ck_assert_int_eq(listen(lfd, backlog), 0);
+	return lfd;
+}
+
 static pid_t fake_producer(const char *name, const struct evs_welcome *w, size_t wlen,
 			   const int *fds, int nfds)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *dir = getenv("EVSTREAM_RUNTIME_DIR");
-	int lfd;
+	struct sockaddr_un sa;
+	int lfd = fake_listen(name, 1, &sa);
 	pid_t pid;
 
-	mkdir(dir, 0700);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", dir, name);
-	unlink(sa.sun_path);
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(lfd, 0);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(lfd, 1), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -923,17 +933,12 @@ END_TEST
  * is renamed back over the socket: a real producer's, moved aside. */
 static pid_t fake_refuser(const char *name, const char *restore)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct evs_welcome w = welcome(RING);
-	int lfd;
+	struct sockaddr_un sa;
+	int lfd = fake_listen(name, 8, &sa);
 	pid_t pid;
 
 	w.status = -EAGAIN;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", getenv("EVSTREAM_RUNTIME_DIR"), name);
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert_int_ge(lfd, 0);
-	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(lfd, 8), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
