@@ -245,7 +245,6 @@ again:
 			close_fds(fds, nfds);
 			nfds = 0;
 			close(sock);
-			sock = -1;
 			goto again;
 		} else if (err == -EAGAIN)
 			err = refused_too_long(name, timeout);
