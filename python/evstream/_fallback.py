@@ -385,6 +385,9 @@ class Event:
             self.core, self.seq, self.kind, self.type, self.payload_size, rel)
 
 
+_U64 = (1 << 64) - 1
+
+
 def _decode(b):
     return b.decode("utf-8", "replace")
 
@@ -401,9 +404,11 @@ def _new_event(stream, core):
     ev.timestamp_ns = ts
     ev.type = typ
     ev.core = core.core
+    # modulo 2**64, as the library's (and the native extension's) uint64_t:
+    # the seq after 2**64-1 is 0, and lost wraps as the C counter does
     gap = seq if not core.seen else (seq - core.next_seq if seq > core.next_seq else 0)
-    core.lost += gap
-    core.next_seq = seq + 1
+    core.lost = (core.lost + gap) & _U64
+    core.next_seq = (seq + 1) & _U64
     core.seen = True
     ev.gap = gap
     ev.payload_size = size

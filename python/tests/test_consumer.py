@@ -293,6 +293,23 @@ def test_a_corrupt_stream_says_what_its_producer_wrote_wrong(producer, name):
         assert "claims 1099511627776 payload bytes" in str(e.value), str(e.value)
 
 
+def test_header_seqs_wrap_at_64_bits(producer, name):
+    # a producer's header seq goes 2**64-1, then 5, 6: counted modulo 2**64,
+    # as the C library does (the seq after 2**64-1 is 0, so 5 follows a gap of 5)
+    s = evstream.connect(name, 0)
+    base = producer_ring(name, 0, 1 << 20)
+    for i, seq in enumerate((2**64 - 1, 5, 6)):
+        assert producer.emit(0, 7, b"abcdefgh")
+        # each record: 64 header bytes + 8 of data; the header's seq at 16
+        ctypes.c_uint64.from_address(base + 72 * i + 16).value = seq
+    got = []
+    for _ in range(3):
+        ev = s.read(1)
+        got.append((ev.seq, ev.gap, s.lost))
+        ev.release()
+    assert got == [(2**64 - 1, 2**64 - 1, 2**64 - 1), (5, 5, 4), (6, 0, 4)]
+
+
 CLOSE_WHILE_WAITING = textwrap.dedent("""
     import os, sys, threading, time, evstream
     p = evstream.Producer({name!r}, 1, ring_bytes=1 << 20)
