@@ -5,8 +5,10 @@ preview of the values), gaps in the sequence numbers and the drop
 counters as they change, and a summary per core at the end.
 
 Exit status: 0 done (the producer went, a limit was reached, SIGINT, or
-the reader of stdout went: `tail P | head -3`); 2 bad usage or no
-producer to connect to; 130 SIGINT while still waiting for the producer.
+the reader of stdout went: `tail P | head -3`); 1 a stream failed (a
+corrupt ring: said on its core's line, the other cores watched on);
+2 bad usage or no producer to connect to; 130 SIGINT while still waiting
+for the producer.
 """
 import argparse
 import errno
@@ -177,6 +179,7 @@ def main(argv=None):
     seen = 0
     live = len(streams)
     ended = {}
+    failed = False
     old = signal.getsignal(signal.SIGINT)
     try:
         print("tail: producer '%s', cores %s (%s implementation); Ctrl-C ends"
@@ -204,6 +207,16 @@ def main(argv=None):
                         st = s.stats
                         ended[s.core] = "died" if st.producer_died else "closed"
                         view.stats(s.core, st)
+                        sel.unregister(key.fd)
+                        live -= 1
+                        break
+                    except OSError as e:
+                        # this stream is broken (a corrupt ring: EBADMSG, the
+                        # library's message says what the producer wrote
+                        # wrong): said, no longer watched; the others go on
+                        view.line("c%-3d -- stream ended: %s" % (s.core, e.strerror or e))
+                        ended[s.core] = "failed"
+                        failed = True
                         sel.unregister(key.fd)
                         live -= 1
                         break
@@ -247,4 +260,4 @@ def main(argv=None):
             d["no_consumer"], d["no_memory"], ended.get(s.core, "running")), file=sys.stderr)
         s.close()
     out.flush()
-    return 0
+    return 1 if failed else 0

@@ -621,6 +621,70 @@ def test_tail_shows_what_the_producer_wrote_without_obeying_it(procs):
     assert "ring_full  too_big  no_consumer  no_memory" in err
 
 
+def corrupting_producer(name, cores):
+    """A producer through the library's C API (ctypes), standing in for a
+    broken one in another process: emit(core, poke) seals a record, lets
+    poke rewrite its header before any consumer can see it, publishes."""
+    import ctypes
+    import os
+    lib = ctypes.CDLL(os.environ["EVSTREAM_LIBRARY"], use_errno=True)
+    lib.evs_producer__new.restype = ctypes.c_void_p
+    lib.evs_producer__new.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_void_p]
+    lib.evs_producer__reserve.restype = ctypes.c_void_p
+    lib.evs_producer__reserve.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint32,
+                                          ctypes.c_size_t]
+    for f in ("commit_deferred", "publish"):
+        getattr(lib, "evs_producer__" + f).argtypes = [ctypes.c_void_p, ctypes.c_uint]
+    lib.evs_producer__free.argtypes = [ctypes.c_void_p]
+    p = lib.evs_producer__new(name.encode(), cores, None)
+    assert p
+
+    def emit(core, poke=None):
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            pl = lib.evs_producer__reserve(p, core, 7, 8)
+            if pl:
+                break
+            assert time.monotonic() < deadline, "no consumer on core %d" % core
+            time.sleep(0.01)
+        ctypes.memmove(pl, b"abcdefgh", 8)
+        assert lib.evs_producer__commit_deferred(p, core) == 0
+        if poke:
+            poke(ctypes.c_uint64.from_address(pl - 64))     # the header's data_size
+        assert lib.evs_producer__publish(p, core) == 0
+
+    return emit, lambda: lib.evs_producer__free(p)
+
+
+def test_tail_says_a_corrupt_stream_ended_and_watches_the_others(procs):
+    name = unique("tail")
+    emit, close = corrupting_producer(name, 2)
+    try:
+        tail = procs.start([PY, "-m", "evstream", "tail", name, "--wait", "30"],
+                           env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        emit(0)
+        # a record that claims more bytes than its ring: core 0 is broken
+        emit(0, lambda size: setattr(size, "value", 1 << 40))
+        emit(1)
+        emit(1)
+    finally:
+        time.sleep(0.5)
+        close()
+    out, err = tail.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    assert tail.returncode == 1, (tail.returncode, err)
+    lines = out.splitlines()
+    ended = [line for line in lines if line.startswith("c0   -- stream ended: ")]
+    assert len(ended) == 1, out
+    assert "core 0: stream corrupt" in ended[0] and "1099511627776" in ended[0], ended[0]
+    assert ended[0].startswith("c0   -- stream ended: core 0: stream corrupt"), ended[0]
+    # core 1 watched on: its two events (emits before tail connected to it
+    # are dropped and retried: their seqs vary)
+    assert len([line for line in lines if line.startswith("c1   seq ")]) == 2, out
+    table = {line.split()[0]: line.split()[-1] for line in err.splitlines()[-2:]}
+    assert table == {"0": "failed", "1": "closed"}, err
+
+
 def test_tail_into_a_pipe_that_closes_exits_quietly(procs):
     # `tail P | head -3`: the reader goes; tail stops, no traceback, exit 0
     import evstream
