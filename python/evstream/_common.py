@@ -11,6 +11,19 @@ import logging
 log = logging.getLogger("evstream")
 
 
+# what a producer wrote (a prefix, a dtype's name) is shown by the tools,
+# not obeyed: control characters (escape sequences, carriage returns, C1)
+# are written out as escapes
+_SHOWN = {c: "\\x%02x" % c for c in list(range(0x20)) + list(range(0x7f, 0xa0))}
+_SHOWN[ord("\n")] = "\\n"
+_SHOWN[ord("\t")] = "\\t"
+
+
+def shown(text):
+    """text with its control characters as escapes (\\x1b, \\n, \\t)."""
+    return str(text).translate(_SHOWN)
+
+
 class LeaseError(ValueError):
     """An event's data was used after its lease ended (see docs/python.md).
 

@@ -35,7 +35,7 @@ import os
 import sys
 import time
 
-from ._common import bfloat16_to_float32
+from ._common import bfloat16_to_float32, shown
 
 EXIT_OK, EXIT_DIVERGE, EXIT_BAD = 0, 1, 2
 
@@ -496,7 +496,7 @@ def compare_data(ta, tb, a, b, atol, rtol, pcc_min, use_close):
         r.max_abs = r.pcc = None
     if opaque and (a.dtype != b.dtype or ta.dtype != tb.dtype):
         r.uncompared = "%s is %s (%s) in A, %s (%s) in B" % (
-            ta.label(), ta.dtype, a.dtype.str, tb.dtype, b.dtype.str)
+            ta.label(), shown(ta.dtype), a.dtype.str, shown(tb.dtype), b.dtype.str)
         return r
     if a.size == 0:
         return r
@@ -560,10 +560,10 @@ def fmt(v):
 
 def print_first(r, out, a, b):
     print("first divergence: %s (A) / seq %d (B), %s vs %s, shape %s"
-          % (r.a.label(), r.b.seq, r.a.dtype, r.b.dtype, r.a.shape), file=out)
+          % (r.a.label(), r.b.seq, shown(r.a.dtype), shown(r.b.dtype), r.a.shape), file=out)
     if r.opaque:
         print("  compared byte for byte (%s has no NumPy type): element %s differs (A %s, B %s)"
-              % (r.a.dtype, r.worst, r.va, r.vb), file=out, flush=True)
+              % (shown(r.a.dtype), r.worst, r.va, r.vb), file=out, flush=True)
     else:
         print("  max abs err %s at index %s (A %s, B %s); max rel err %s%s; pcc %s"
               % (fmt(r.max_abs), r.worst, fmt(r.va), fmt(r.vb), fmt(r.max_rel),
@@ -696,7 +696,7 @@ def main(argv=None):
             file=out)
         for r in rows[:args.show]:
             print("  %4d %8d %-36s %-9s %-16s %10s %10s %9s %s" % (
-                r.a.core, r.a.seq, r.a.prefix[:36], r.a.dtype, str(r.a.shape)[:16],
+                r.a.core, r.a.seq, shown(r.a.prefix)[:36], shown(r.a.dtype), str(r.a.shape)[:16],
                 fmt(r.max_abs), fmt(r.max_rel), fmt(r.pcc),
                 "DIVERGES" if r.diverges else "NOT COMPARED" if r.uncompared else "ok"),
                 file=out)
@@ -738,10 +738,10 @@ def main(argv=None):
         print("compare: the dumps do not line up: %d tensors are in one dump only; the first: %s "
               "is %s" % (len(unmatched), t.label(), why), file=sys.stderr)
         # the first is named above, whatever --show says: up to --show in all
-        shown = max(args.show, 1)
-        for t, why in unmatched[1:shown]:
+        listed = max(args.show, 1)
+        for t, why in unmatched[1:listed]:
             print("  %s is %s" % (t.label(), why), file=sys.stderr)
-        if len(unmatched) > shown:
-            print("  ... %d more (--show N)" % (len(unmatched) - shown), file=sys.stderr)
+        if len(unmatched) > listed:
+            print("  ... %d more (--show N)" % (len(unmatched) - listed), file=sys.stderr)
         return EXIT_BAD
     return EXIT_BAD if uncompared else EXIT_DIVERGE if n else EXIT_OK

@@ -19,6 +19,7 @@ import sys
 import time
 
 import evstream
+from evstream._common import shown
 
 
 def parse_cores(text):
@@ -55,17 +56,6 @@ def preview(ev, width):
     text = "[" + " ".join(items) + "]"
     del a, flat
     return text if len(text) <= width else text[:width - 4] + " ...]"
-
-
-# what the producer wrote is shown, not obeyed: control characters
-# (escape sequences, carriage returns) are written out as escapes
-_SHOWN = {c: "\\x%02x" % c for c in list(range(0x20)) + list(range(0x7f, 0xa0))}
-_SHOWN[ord("\n")] = "\\n"
-_SHOWN[ord("\t")] = "\\t"
-
-
-def shown(text):
-    return text.translate(_SHOWN)
 
 
 class View:

@@ -205,6 +205,29 @@ def test_dtypes_numpy_does_not_know_are_compared_byte_for_byte(tmp_path):
         assert "the first: core 0 seq 0 'q' is fp8_e4m3 (|V1) in A, %s in B" % other in err, err
 
 
+def test_compare_shows_what_the_producer_wrote_without_obeying_it(tmp_path, monkeypatch):
+    # a prefix and dtype names with an escape sequence and a C1 control (CSI)
+    esc, csi = "\x1b[31m", "\x9b2J"
+    monkeypatch.setitem(NPY, esc, "|V1")
+    monkeypatch.setitem(NPY, csi, "|V1")
+    v = np.arange(6, dtype=np.uint8).view("V1")
+    w = v.copy()
+    w.view(np.uint8)[3] = 0x4d
+    prefix = "p" + esc + "\r"
+    for tag, q, dtype in (("a", v, esc), ("b", w, esc), ("c", v, csi)):
+        write_dump(tmp_path / tag, [(0, prefix, dtype, q)])
+    rc, out, err = compare(tmp_path / "a", tmp_path / "b")     # diverges
+    assert rc == 1, (out, err)
+    assert "compared byte for byte (\\x1b[31m has no NumPy type)" in out, out
+    assert "\\x1b[31m vs \\x1b[31m" in out, out
+    row = [line for line in out.splitlines() if "DIVERGES" in line]
+    assert len(row) == 1 and " p\\x1b[31m\\x0d " in row[0] and " \\x1b[31m " in row[0], out
+    rc, out2, err2 = compare(tmp_path / "a", tmp_path / "c")   # not compared
+    assert rc == 2 and "is \\x1b[31m (|V1) in A, \\x9b2J (|V1) in B" in err2, err2
+    for text in (out, err, out2, err2):
+        assert not set(text) & {"\x1b", "\x9b", "\r"}, text
+
+
 def write_run(d, steps=6, lost=(), leading_prints=0, change=None):
     """A dump as evs-dump writes one of a run that emits tensors 'h' and
     'out' per step on core 0, after leading_prints prints: the events whose
