@@ -267,6 +267,12 @@ class DetachedEvent:
 
 
 def report(core, seq, exc_type, exc, tb):
-    """A subscription's callback raised: say so, and the stream goes on."""
+    """A subscription's callback raised: say so, and the stream goes on.
+    seq None: the stream itself failed (exc, an OSError) and the
+    subscription has ended: say so with the library's message."""
+    if seq is None:
+        log.error("subscription on core %d ended: %s", core,
+                  getattr(exc, "strerror", None) or exc)
+        return
     log.error("subscription on core %d: the callback raised on the event seq %d; "
               "the subscription goes on", core, seq, exc_info=(exc_type, exc, tb))

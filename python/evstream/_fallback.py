@@ -979,7 +979,7 @@ class _SubState:
     dropping that stops the thread."""
 
     __slots__ = ("stream", "fn", "core", "stop", "rfd", "wfd", "thread", "events", "errors",
-                 "end_err", "finished", "__weakref__")
+                 "end_err", "end_msg", "finished", "__weakref__")
 
 
 def _ask_stop(s):
@@ -1009,7 +1009,11 @@ def _sub_main(s):
                 code, ev = stream._next(0)
             except OSError as e:
                 err = -(e.errno or errno.EIO)
-                _h["report"](s.core, 0, type(e), e, e.__traceback__)
+                # the library's sentence (a corrupt stream: what its producer
+                # wrote wrong), as the native extension keeps it
+                s.end_msg = (e.strerror if err == -errno.EBADMSG and e.strerror
+                             else strerror(err))
+                _h["report"](s.core, None, type(e), e, e.__traceback__)
                 break
             if code == 1:
                 s.events += 1
@@ -1074,7 +1078,7 @@ class Subscription:
             return "unsubscribed"
         if s.end_err == _EPIPE:
             return "producer gone"
-        return strerror(s.end_err)
+        return s.end_msg or strerror(s.end_err)
 
     @property
     def stats(self):
@@ -1119,6 +1123,7 @@ def subscribe(core, fn, producer=None, timeout=2.0, runtime_dir=None):
     s.stop = False
     s.rfd, s.wfd = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     s.events = s.errors = s.end_err = 0
+    s.end_msg = ""
     s.finished = threading.Event()
     s.thread = threading.Thread(target=_sub_main, args=(s,), daemon=True,
                                 name="evstream-subscription-core%d" % core)

@@ -42,6 +42,7 @@ struct sub {
 	unsigned int core;
 	uint64_t events, errors; /* updated with the GIL */
 	int end_err;            /* why the thread ended: 0 asked, -EPIPE producer gone, ... */
+	char end_msg[256];      /* and in words, for another error: the library's message */
 	struct sub *next, *prev; /* live subscriptions (under reg_mu) */
 };
 
@@ -193,6 +194,27 @@ static void sub_report(struct sub *s, uint64_t seq)
 	Py_XDECREF(tb);
 }
 
+/* The stream failed (the error is set): report(core, None, type, value, tb)
+ * says the subscription ended, and why. */
+static void sub_report_end(struct sub *s)
+{
+	PyObject *t, *v, *tb, *r;
+
+	PyErr_Fetch(&t, &v, &tb);
+	PyErr_NormalizeException(&t, &v, &tb);
+	if (evspy.report) {
+		r = PyObject_CallFunction(evspy.report, "IOOOO", s->core, Py_None,
+					  t ? t : Py_None, v ? v : Py_None, tb ? tb : Py_None);
+		if (r)
+			Py_DECREF(r);
+		else
+			PyErr_WriteUnraisable(evspy.report);
+	}
+	Py_XDECREF(t);
+	Py_XDECREF(v);
+	Py_XDECREF(tb);
+}
+
 /* With the GIL: let go of the stream and fn (the thread's last Python work). */
 static void sub_drop_python(struct sub *s)
 {
@@ -293,9 +315,13 @@ static void *sub_main(void *arg)
 	if (err && err != -EPIPE) {
 		char what[64];
 
+		/* the library's sentence (a corrupt stream: what its producer
+		 * wrote wrong), read on this thread, which made the failing call */
+		snprintf(s->end_msg, sizeof(s->end_msg), "%s",
+			 err == -EBADMSG && *evs_errmsg() ? evs_errmsg() : evs_strerror(err));
 		snprintf(what, sizeof(what), "subscription on core %u", s->core);
 		evspy_oserror(err, what);
-		sub_report(s, 0);
+		sub_report_end(s);
 	}
 	sub_drop_python(s);
 	PyGILState_Release(g);
@@ -512,7 +538,7 @@ static PyObject *sub_get_ended_by(PyObject *o, void *c)
 		return PyUnicode_FromString("unsubscribed");
 	if (s->end_err == -EPIPE)
 		return PyUnicode_FromString("producer gone");
-	return PyUnicode_FromString(evs_strerror(s->end_err));
+	return PyUnicode_DecodeUTF8(s->end_msg, (Py_ssize_t)strlen(s->end_msg), "replace");
 }
 
 static PyObject *sub_get_stats(PyObject *o, void *c)

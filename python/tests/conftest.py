@@ -4,6 +4,7 @@ session (so that producers never meet another run's), unique producer
 names, the built tools, and helpers that wait with generous deadlines
 (the tests run on small machines shared with other builds: nothing here
 measures time)."""
+import ctypes
 import itertools
 import os
 import pathlib
@@ -119,3 +120,37 @@ def tmpdir_fast():
     d = tempfile.mkdtemp(prefix="evs-pytest-", dir=base)
     yield pathlib.Path(d)
     shutil.rmtree(d, ignore_errors=True)
+
+
+def corrupting_producer(name, cores):
+    """A producer through the library's C API (ctypes), standing in for a
+    broken one in another process: emit(core, poke) seals a record, lets
+    poke rewrite its header before any consumer can see it, publishes."""
+    lib = ctypes.CDLL(os.environ["EVSTREAM_LIBRARY"], use_errno=True)
+    lib.evs_producer__new.restype = ctypes.c_void_p
+    lib.evs_producer__new.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_void_p]
+    lib.evs_producer__reserve.restype = ctypes.c_void_p
+    lib.evs_producer__reserve.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint32,
+                                          ctypes.c_size_t]
+    for f in ("commit_deferred", "publish"):
+        getattr(lib, "evs_producer__" + f).argtypes = [ctypes.c_void_p, ctypes.c_uint]
+    lib.evs_producer__free.argtypes = [ctypes.c_void_p]
+    p = lib.evs_producer__new(name.encode(), cores, None)
+    assert p
+
+    def emit(core, poke=None):
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            pl = lib.evs_producer__reserve(p, core, 7, 8)
+            if pl:
+                break
+            assert time.monotonic() < deadline, "no consumer on core %d" % core
+            time.sleep(0.01)
+        ctypes.memmove(pl, b"abcdefgh", 8)
+        assert lib.evs_producer__commit_deferred(p, core) == 0
+        if poke:
+            poke(ctypes.c_uint64.from_address(pl - 64))     # the header's data_size
+        assert lib.evs_producer__publish(p, core) == 0
+
+    return emit, lambda: lib.evs_producer__free(p)
+

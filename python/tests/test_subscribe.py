@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import evstream
-from conftest import DEADLINE, run_python, unique, wait_for
+from conftest import DEADLINE, corrupting_producer, run_python, unique, wait_for
 
 
 def test_callback_gets_every_event_in_order(producer, name):
@@ -52,6 +52,28 @@ def test_a_raising_callback_is_logged_and_the_stream_goes_on(producer, name, cap
     assert len(msgs) == 3
     assert "callback raised on the event seq 1" in msgs[0].getMessage()
     assert "golden mismatch at 1" in str(msgs[0].exc_info[1])
+
+
+def test_a_corrupt_stream_ends_the_subscription_and_says_why(caplog):
+    name = unique("sub")
+    emit, close = corrupting_producer(name, 1)
+    got = []
+    try:
+        with caplog.at_level(logging.ERROR, logger="evstream"):
+            sub = evstream.subscribe(0, lambda ev: got.append(ev.seq), producer=name)
+            emit(0)
+            # a record that claims more bytes than its ring: the stream is broken
+            emit(0, lambda size: setattr(size, "value", 1 << 40))
+            assert sub.join(DEADLINE)
+    finally:
+        close()
+    assert len(got) == 1 and sub.errors == 0 and not sub.running
+    # the library's sentence, not a bare errno name
+    assert sub.ended_by.startswith("core 0: stream corrupt: "), sub.ended_by
+    assert "claims 1099511627776 payload bytes" in sub.ended_by, sub.ended_by
+    msgs = [r.getMessage() for r in caplog.records if r.name == "evstream"]
+    # not "the callback raised ...; the subscription goes on": it ended
+    assert msgs == ["subscription on core 0 ended: " + sub.ended_by], msgs
 
 
 def test_unsubscribe_from_inside_the_callback(producer, name):

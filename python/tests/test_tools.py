@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import DEADLINE, PY, env, tool, unique
+from conftest import DEADLINE, PY, corrupting_producer, env, tool, unique
 
 NPY = {"float32": "<f4", "float64": "<f8", "bfloat16": "<u2", "int32": "<i4", "float16": "<f2",
        "int64": "<i8", "uint64": "<u8", "fp8_e4m3": "|V1", "fp8_e5m2": "|V1"}
@@ -642,41 +642,6 @@ def test_tail_shows_what_the_producer_wrote_without_obeying_it(procs):
     assert lines[0].endswith(" step 1: \\x1b[2Jcleared\\x0d"), lines[0]
     assert "tensor" in lines[1] and " w\\x07 [1 1 1]" in lines[1], lines[1]
     assert "ring_full  too_big  no_consumer  no_memory" in err
-
-
-def corrupting_producer(name, cores):
-    """A producer through the library's C API (ctypes), standing in for a
-    broken one in another process: emit(core, poke) seals a record, lets
-    poke rewrite its header before any consumer can see it, publishes."""
-    import ctypes
-    import os
-    lib = ctypes.CDLL(os.environ["EVSTREAM_LIBRARY"], use_errno=True)
-    lib.evs_producer__new.restype = ctypes.c_void_p
-    lib.evs_producer__new.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.c_void_p]
-    lib.evs_producer__reserve.restype = ctypes.c_void_p
-    lib.evs_producer__reserve.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint32,
-                                          ctypes.c_size_t]
-    for f in ("commit_deferred", "publish"):
-        getattr(lib, "evs_producer__" + f).argtypes = [ctypes.c_void_p, ctypes.c_uint]
-    lib.evs_producer__free.argtypes = [ctypes.c_void_p]
-    p = lib.evs_producer__new(name.encode(), cores, None)
-    assert p
-
-    def emit(core, poke=None):
-        deadline = time.monotonic() + DEADLINE
-        while True:
-            pl = lib.evs_producer__reserve(p, core, 7, 8)
-            if pl:
-                break
-            assert time.monotonic() < deadline, "no consumer on core %d" % core
-            time.sleep(0.01)
-        ctypes.memmove(pl, b"abcdefgh", 8)
-        assert lib.evs_producer__commit_deferred(p, core) == 0
-        if poke:
-            poke(ctypes.c_uint64.from_address(pl - 64))     # the header's data_size
-        assert lib.evs_producer__publish(p, core) == 0
-
-    return emit, lambda: lib.evs_producer__free(p)
 
 
 def test_tail_says_a_corrupt_stream_ended_and_watches_the_others(procs):
