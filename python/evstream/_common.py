@@ -7,6 +7,7 @@ fallback each do that their own way, and hand their results to these.
 """
 import collections
 import logging
+import sys
 
 log = logging.getLogger("evstream")
 
@@ -17,6 +18,16 @@ log = logging.getLogger("evstream")
 _SHOWN = {c: "\\x%02x" % c for c in list(range(0x20)) + list(range(0x7f, 0xa0))}
 _SHOWN[ord("\n")] = "\\n"
 _SHOWN[ord("\t")] = "\\t"
+
+
+def tolerant_output():
+    """stdout writes what its encoding lacks as escapes (\\xe9, \\u2192)
+    instead of failing: a producer's text is any Unicode, a terminal or a
+    pipe may be ASCII (PYTHONIOENCODING=ascii, LANG=C on old Pythons)."""
+    try:
+        sys.stdout.reconfigure(errors="backslashreplace")
+    except (AttributeError, ValueError):    # not a TextIOWrapper (replaced)
+        pass
 
 
 def shown(text):

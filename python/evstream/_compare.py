@@ -35,7 +35,7 @@ import os
 import sys
 import time
 
-from ._common import bfloat16_to_float32, shown
+from ._common import bfloat16_to_float32, shown, tolerant_output
 
 EXIT_OK, EXIT_DIVERGE, EXIT_BAD = 0, 1, 2
 
@@ -623,6 +623,7 @@ def main(argv=None):
     p.add_argument("--all", action="store_true", help="list every tensor, not only diverging ones")
     p.add_argument("--show", type=int, default=20, help="rows of the table at most (default 20)")
     args = p.parse_args(argv)
+    tolerant_output()
     for name in ("atol", "rtol"):
         v = getattr(args, name)
         if v is not None and not v >= 0:

@@ -19,7 +19,7 @@ import sys
 import time
 
 import evstream
-from evstream._common import shown
+from evstream._common import shown, tolerant_output
 
 
 def parse_cores(text):
@@ -118,6 +118,7 @@ def main(argv=None):
     p.add_argument("--no-preview", action="store_true", help="no values")
     p.add_argument("--width", type=int, default=60, help="widest value preview (default 60)")
     args = p.parse_args(argv)
+    tolerant_output()
     # named one by one; 'not >=' refuses NaN too (a deadline never reached)
     for opt, least in (("events", 0), ("seconds", 0), ("wait", 0), ("width", 16)):
         v = getattr(args, opt)

@@ -673,6 +673,31 @@ def test_tail_says_a_corrupt_stream_ended_and_watches_the_others(procs):
     assert table == {"0": "failed", "1": "closed"}, err
 
 
+def test_tail_and_compare_with_an_ascii_stdout_write_escapes(procs, tmp_path):
+    import evstream
+    name = unique("tail")
+    ascii_env = env(PYTHONIOENCODING="ascii")
+    with evstream.Producer(name, 1, ring_bytes=1 << 20) as p:
+        tail = procs.start([PY, "-m", "evstream", "tail", name, "--events", "2", "--wait", "30"],
+                           env=ascii_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert p.wait_connected(0, timeout=60), "tail did not connect"
+        assert p.emit_tensor(0, "caf\u00e9 \u2192\n")
+        assert p.emit_tensor(0, "d", np.zeros(2, np.uint8), dtype="\u00b5int8")
+        out, err = tail.communicate(timeout=120)
+    assert tail.returncode == 0 and b"Traceback" not in err, err
+    lines = out.decode("ascii").splitlines()
+    assert lines[0].endswith(" caf\\xe9 \\u2192"), lines[0]
+    assert "\\xb5int8" in lines[1], lines[1]
+    # compare prints the index's prefixes: the same
+    for tag in ("a", "b"):
+        write_dump(tmp_path / tag, [(0, "caf\u00e9", "float32", np.arange(3, dtype=np.float32) *
+                                     (tag == "a"))])
+    r = subprocess.run([PY, "-m", "evstream", "compare", tmp_path / "a", tmp_path / "b"],
+                       env=ascii_env, capture_output=True, timeout=300)
+    assert r.returncode == 1 and b"Traceback" not in r.stderr, r.stderr
+    assert b"'caf\\xe9'" in r.stdout and b" caf\\xe9 " in r.stdout, r.stdout
+
+
 def test_tail_into_a_pipe_that_closes_exits_quietly(procs):
     # `tail P | head -3`: the reader goes; tail stops, no traceback, exit 0
     import evstream
