@@ -206,7 +206,14 @@ def make_array(exporter, dtype, elem_size, shape, bfloat16=None):
         a = frombuffer(exporter, dtype=npd)
     elif len(memoryview(exporter)) == 0:
         # frombuffer refuses empty buffers on older NumPy: no bytes to view
-        a = v["empty"](shape, dtype=npd)
+        try:
+            a = v["empty"](shape, dtype=npd)
+        except ValueError:
+            # the library accepts any sizes beside a 0; NumPy does not
+            raise ValueError(
+                "shape %s of this empty %s tensor: NumPy cannot hold it (allowed: each size "
+                "and the element size times the product of the sizes other than 0 at most "
+                "2**63-1)" % (shape, dtype)) from None
         a.flags.writeable = False
     else:
         a = frombuffer(exporter, dtype=npd)

@@ -9,6 +9,7 @@ import itertools
 import os
 import pathlib
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -154,3 +155,15 @@ def corrupting_producer(name, cores):
 
     return emit, lambda: lib.evs_producer__free(p)
 
+
+def tensor_payload(prefix=b"p", dtype=b"float32", shape=(), elem_size=0, data=b""):
+    """A tensor-read payload built field by field (docs/architecture.md
+    "Records", include/nrt/ndebug_stream.h), as a producer may write one."""
+    b = bytearray(1024)
+    b[0:len(prefix)] = prefix
+    struct.pack_into("<II", b, 512, 0, 1)
+    b[520:520 + len(dtype)] = dtype
+    struct.pack_into("<8Q", b, 536, *(list(shape) + [0] * (8 - len(shape))))
+    struct.pack_into("<Q", b, 600, len(data))
+    struct.pack_into("<HBBI", b, 608, 0x4e45, len(shape), 0, elem_size)
+    return bytes(b) + data

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import evstream
-from conftest import procs, run_python, tool, unique, wait_for  # noqa: F401
+from conftest import procs, run_python, tensor_payload, tool, unique, wait_for  # noqa: F401
 
 
 def test_connect_by_name_by_object_and_to_this_process(producer, name):
@@ -308,6 +308,29 @@ def test_header_seqs_wrap_at_64_bits(producer, name):
         got.append((ev.seq, ev.gap, s.lost))
         ev.release()
     assert got == [(2**64 - 1, 2**64 - 1, 2**64 - 1), (5, 5, 4), (6, 0, 4)]
+
+
+@pytest.mark.parametrize("shape", [(0, 2**64 - 1), (0, 2**62, 2**62)], ids=["dim", "product"])
+def test_an_empty_tensor_numpy_cannot_shape_is_refused_by_name(producer, name, shape):
+    import evstream.nrt as nrt
+    pl = tensor_payload(shape=shape)
+    s = evstream.connect(name, 0)
+    assert producer.emit(0, 1, pl)
+    ev = s.read(5)
+    assert (ev.kind, ev.shape, ev.nbytes) == ("tensor", shape, 0)    # the library accepts it
+    said = "shape %s of this empty float32 tensor: NumPy cannot hold it" % (shape,)
+    calls = [ev.array, ev.copy().array, nrt.parse_payload(pl).array]
+    try:
+        import evstream.torch as et
+        calls.append(lambda: et.tensor(ev))
+    except ImportError:     # no PyTorch: the three others
+        pass
+    for f in calls:
+        with pytest.raises(ValueError) as e:
+            f()
+        assert str(e.value).startswith(said) and "2**63-1" in str(e.value), str(e.value)
+    ev.release()
+    s.close()
 
 
 CLOSE_WHILE_WAITING = textwrap.dedent("""
