@@ -119,7 +119,14 @@ def numpy_dtype(dtype, elem_size):
     npd = NPY_DTYPES.get(dtype)
     if npd is not None:
         return npd
+    if elem_size > _MAX_VOID:
+        # "|V%d" past it is parsed into a C int: V-1, elements of -1 bytes
+        raise ValueError("elem_size %d of dtype %r: NumPy's opaque elements (|Vn) are "
+                         "allowed 0 to %d bytes" % (elem_size, dtype, _MAX_VOID))
     return "|V%d" % elem_size
+
+
+_MAX_VOID = 2**31 - 1   # NumPy's itemsize is a C int
 
 
 # What arrays are made with, at the first one (NumPy is imported then, not

@@ -333,6 +333,27 @@ def test_an_empty_tensor_numpy_cannot_shape_is_refused_by_name(producer, name, s
     s.close()
 
 
+@pytest.mark.parametrize("elem_size", [2**31, 2**32 - 1])
+def test_opaque_elements_numpy_cannot_size_are_refused_by_name(producer, name, elem_size):
+    said = "elem_size %d of dtype 'blob': NumPy's opaque elements (|Vn) are allowed 0 to " \
+        "2147483647 bytes" % elem_size
+    with pytest.raises(ValueError) as e:
+        evstream.numpy_dtype("blob", elem_size)
+    assert str(e.value) == said
+    assert evstream.numpy_dtype("blob", 2**31 - 1) == "|V2147483647"
+    # an empty tensor, so that it fits any ring, of a dtype NumPy does not know
+    s = evstream.connect(name, 0)
+    assert producer.emit(0, 1, tensor_payload(dtype=b"blob", shape=(0,), elem_size=elem_size))
+    ev = s.read(5)
+    assert (ev.kind, ev.elem_size) == ("tensor", elem_size)
+    for f in (ev.array, ev.copy().array):
+        with pytest.raises(ValueError) as e:
+            f()     # not an array of |V-1 (itemsize -1)
+        assert str(e.value) == said
+    ev.release()
+    s.close()
+
+
 CLOSE_WHILE_WAITING = textwrap.dedent("""
     import os, sys, threading, time, evstream
     p = evstream.Producer({name!r}, 1, ring_bytes=1 << 20)
