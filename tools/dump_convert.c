@@ -239,7 +239,7 @@ static int convert_file(struct dump_writer *w, struct conv_status *cs, int rawfd
 			if (!skipped++) {
 				skip_seq = h.seq;
 				skip_off = off;
-				skip_last = w->cores[fh.core].last_seq;
+				skip_last = dump_core_last_seq(&w->cores[fh.core]);
 			}
 			err = 0;
 		} else if (err) {

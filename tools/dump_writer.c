@@ -687,12 +687,11 @@ static int record(struct dump_writer *w, unsigned int core, const struct evs_eve
 	/* .npy files are named by seq, and the index names each seq once:
 	 * a record at or below the last one taken would replace a file that
 	 * a line describes, and take back the gaps counted since */
-	if (c->events && h->seq <= c->last_seq) {
+	if (c->events && h->seq <= dump_core_last_seq(c)) {
 		c->skipped++;
 		w->skipped++;
 		return DUMP_SKIPPED;
 	}
-	c->last_seq = h->seq;
 	/* seq counts every emit, dropped ones too: a jump is what was lost */
 	gap = h->seq >= c->next_seq ? h->seq - c->next_seq : 0;
 	if (h->seq >= c->base) {

@@ -45,11 +45,10 @@ struct dump_core {
 	char file[48];
 	unsigned int file_dir_len;
 	uint64_t raw_off;
-	uint64_t next_seq;
-	uint64_t last_seq;     /* of the last event taken (when events > 0) */
+	uint64_t next_seq;     /* after the last event taken (dump_core_last_seq()) */
 	uint64_t events;       /* events read (index lines) */
-	/* records not taken: their sequence number was at or below last_seq
-	 * (dump_writer_record(), DUMP_SKIPPED) */
+	/* records not taken: their sequence number was at or below the last
+	 * one taken (dump_writer_record(), DUMP_SKIPPED) */
 	uint64_t skipped;
 	uint64_t tensors;      /* tensor files written */
 	uint64_t bytes;        /* tensor bytes written */
@@ -76,6 +75,13 @@ struct dump_dir {
 	char leaf[256];        /* its name there */
 	bool created;          /* dump_dir_open made it */
 };
+
+/* The sequence number of the core's last event taken (events > 0): the
+ * one before next_seq, also when that one was UINT64_MAX. */
+static inline uint64_t dump_core_last_seq(const struct dump_core *c)
+{
+	return c->next_seq - 1;
+}
 
 struct dump_writer {
 	enum dump_mode mode;

@@ -186,7 +186,7 @@ static void write_summary(struct dumper *d, FILE *f, bool json)
 		fprintf(f, "  core %u: %" PRIu64 " of its drops came after the last event read", s->core,
 			st.dropped - c->base_dropped - c->base_gaps);
 		if (c->events)
-			fprintf(f, " (seq %" PRIu64 "): no later event shows them as a gap\n", c->next_seq - 1);
+			fprintf(f, " (seq %" PRIu64 "): no later event shows them as a gap\n", dump_core_last_seq(c));
 		else
 			fprintf(f, " (none was read)\n");
 	}
@@ -235,7 +235,7 @@ static void say_skipped(struct dumper *d, unsigned int core, uint64_t seq)
 	fprintf(stderr, "evs-dump: core %u: a record with sequence number %" PRIu64 " is at or below %" PRIu64
 		", already dumped for that core: skipped, not indexed (a core's records are dumped once, "
 		"in order: the producer repeated a sequence number or went back; further ones are "
-		"counted)\n", core, seq, d->w.cores[core].last_seq);
+		"counted)\n", core, seq, dump_core_last_seq(&d->w.cores[core]));
 }
 
 static int turn_record(void *ctx, const struct evs_record *rec)

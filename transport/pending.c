@@ -6,10 +6,10 @@
 
 #include "pending.h"
 
-void evs_pending_add(struct evs_pending *t, int fd, int64_t deadline_ms)
+void evs_pending_add(struct evs_pending *t, int fd, int64_t now_ms)
 {
 	t->slot[t->n].fd = fd;
-	t->slot[t->n].deadline_ms = deadline_ms;
+	t->slot[t->n].deadline_ms = now_ms + EVS_HELLO_TIMEOUT_MS;
 	t->n++;
 }
 
@@ -22,25 +22,19 @@ int evs_pending_take(struct evs_pending *t, unsigned int i)
 	return fd;
 }
 
+/* Entries are in the order accepted, each with the same time to wait, on
+ * a clock that never goes back: the first one's deadline is the nearest. */
 int evs_pending_timeout(const struct evs_pending *t, int64_t now_ms)
 {
-	int64_t left = -1;
+	int64_t left;
 
-	for (unsigned int i = 0; i < t->n; i++) {
-		int64_t d = t->slot[i].deadline_ms - now_ms;
-
-		if (d < 0)
-			d = 0;
-		if (left < 0 || d < left)
-			left = d;
-	}
-	return left > INT_MAX ? INT_MAX : (int)left;
+	if (!t->n)
+		return -1;
+	left = t->slot[0].deadline_ms - now_ms;
+	return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
 int evs_pending_take_expired(struct evs_pending *t, int64_t now_ms)
 {
-	for (unsigned int i = 0; i < t->n; i++)
-		if (t->slot[i].deadline_ms <= now_ms)
-			return evs_pending_take(t, i);
-	return -1;
+	return t->n && t->slot[0].deadline_ms <= now_ms ? evs_pending_take(t, 0) : -1;
 }

@@ -31,16 +31,18 @@ static inline bool evs_pending_full(const struct evs_pending *t)
 	return t->n == EVS_PENDING_MAX;
 }
 
-/* Appends fd, accepted last; the table must not be full. */
-void evs_pending_add(struct evs_pending *t, int fd, int64_t deadline_ms);
+/* Appends fd, accepted last (at now_ms, monotonic: its deadline is
+ * EVS_HELLO_TIMEOUT_MS later); the table must not be full. */
+void evs_pending_add(struct evs_pending *t, int fd, int64_t now_ms);
 /* Removes entry i (0: the oldest) and returns its fd; the later ones move
  * down by one, keeping their order. */
 int evs_pending_take(struct evs_pending *t, unsigned int i);
 /* A poll() timeout in ms until the nearest deadline after now_ms: -1 with
  * nothing pending, 0 when one has passed. */
 int evs_pending_timeout(const struct evs_pending *t, int64_t now_ms);
-/* The fd of an entry whose deadline is at or before now_ms, removed from
- * the table; -1 when there is none. */
+/* The fd of the entry accepted first when its deadline is at or before
+ * now_ms (then the earliest expired), removed from the table; -1 when
+ * there is none. */
 int evs_pending_take_expired(struct evs_pending *t, int64_t now_ms);
 
 #endif

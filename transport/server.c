@@ -352,7 +352,7 @@ static void accepted(struct evs_server *srv, int fd)
 		turn_away(srv, fd, -EACCES);
 		return;
 	}
-	evs_pending_add(&srv->pending, fd, evs_monotonic_ms() + EVS_HELLO_TIMEOUT_MS);
+	evs_pending_add(&srv->pending, fd, evs_monotonic_ms());
 }
 
 /* Anything readable on a consumer's socket means it left (EOF) or broke
